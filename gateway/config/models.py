@@ -1,0 +1,224 @@
+"""The configuration schema: `gateway.yaml` and `teams/<team>.yaml`.
+
+Every model forbids unknown keys, so a typo is an error that names its key
+path instead of a setting that silently does nothing. Secrets never appear
+inline: the YAML names environment variables that hold them.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from gateway.guard.verdict import check_rules, is_pinned_model
+
+Flavor = Literal["openai", "anthropic"]
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_UPSTREAM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
+
+_URL = re.compile(r"^https?://[^/\s?#]+(/[^\s?#]*)?$")
+_RESERVED = frozenset({"healthz", "readyz", "metrics", "admin"})
+
+EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern, max_length=128)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Listen(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8787, ge=0, le=65535)
+
+
+class Upstream(Strict):
+    base_url: str
+    # Which provider's error shape and credential header this upstream uses.
+    # Inferred from the name or host when left out.
+    flavor: Flavor | None = None
+    # Key custody: the gateway holds the provider key and agents only hold
+    # gateway-issued keys.
+    api_key_env: EnvName | None = None
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    # Time allowed between bytes from the upstream: reasoning models can think
+    # for minutes before the first token.
+    read_timeout_s: float = Field(default=600.0, gt=0, le=3600)
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not _URL.match(value):
+            raise ValueError("must be an http:// or https:// URL without query or fragment")
+        return value.rstrip("/")
+
+    def resolved_flavor(self, name: str) -> Flavor:
+        if self.flavor is not None:
+            return self.flavor
+        return "anthropic" if "anthropic" in name or "anthropic" in self.base_url else "openai"
+
+
+class Limits(Strict):
+    max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
+    # Open connections to all upstreams together; streamed answers hold one each.
+    upstream_connections: int = Field(default=4096, ge=1, le=1_000_000)
+
+
+class Audit(Strict):
+    path: Path = Path("var/audit.jsonl")
+    # fsync every record: survives a machine crash, at a per-request cost.
+    fsync: bool = False
+
+
+class Cache(Strict):
+    size: int = Field(default=50_000, ge=0, le=10_000_000)
+    ttl_s: float = Field(default=3600.0, gt=0, le=30 * 86400)
+
+
+ProviderName = Literal["none", "openai", "anthropic", "openai-compatible"]
+
+_PROVIDER_BASE_URL = {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"}
+
+
+class Classifier(Strict):
+    """An optional LLM classifier; `none` keeps the embedded deterministic guard."""
+
+    provider: ProviderName = "none"
+    base_url: str | None = None
+    pinned_model: str | None = None
+    api_key_env: EnvName | None = None
+    timeout_ms: int = Field(default=10_000, ge=100, le=120_000)
+    # Classifications of one request's segments that run at once.
+    max_concurrency: int = Field(default=8, ge=1, le=256)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Classifier:
+        if self.provider == "none":
+            return self
+        if not self.pinned_model:
+            raise ValueError(f"provider {self.provider} needs pinned_model")
+        if not is_pinned_model(self.pinned_model):
+            raise ValueError(
+                f"pinned_model {self.pinned_model!r} is not pinned: use a dated snapshot "
+                "(ending -YYYYMMDD or -YYYY-MM-DD) or a documented immutable id; "
+                "a bare alias can change behind the same name"
+            )
+        if self.provider != "openai-compatible" and not self.api_key_env:
+            raise ValueError(f"provider {self.provider} needs api_key_env")
+        if self.base_url is None and self.provider == "openai-compatible":
+            raise ValueError("provider openai-compatible needs base_url")
+        if self.base_url is not None and not _URL.match(self.base_url):
+            raise ValueError("base_url must be an http:// or https:// URL")
+        return self
+
+    def resolved_base_url(self) -> str:
+        url = self.base_url or _PROVIDER_BASE_URL.get(self.provider, "")
+        return url.rstrip("/")
+
+
+class Guard(Strict):
+    policy_version: str = Field(default="reef-v1", min_length=1, max_length=128)
+    classifier: Classifier = Classifier()
+    cache: Cache = Cache()
+
+
+class GatewayConfig(Strict):
+    listen: Listen = Listen()
+    upstreams: dict[str, Upstream] = Field(
+        default_factory=lambda: {
+            "openai": Upstream(base_url="https://api.openai.com"),
+            "anthropic": Upstream(base_url="https://api.anthropic.com"),
+        }
+    )
+    limits: Limits = Limits()
+    audit: Audit = Audit()
+    guard: Guard = Guard()
+
+    @field_validator("upstreams")
+    @classmethod
+    def _names(cls, value: dict[str, Upstream]) -> dict[str, Upstream]:
+        for name in value:
+            if name in _RESERVED:
+                raise ValueError(
+                    f"upstream name {name!r} is reserved for the gateway's own endpoints"
+                )
+            if not _UPSTREAM_NAME.match(name):
+                raise ValueError(
+                    f"upstream name {name!r} must be lowercase letters, digits, '-' or '_'"
+                )
+        return value
+
+
+class Match(Strict):
+    # Names of environment variables whose values are gateway-issued keys that
+    # agents of this team send as their API key.
+    keys_env: list[EnvName] = Field(default_factory=list)
+    # Header name -> exact value; every listed header must match.
+    headers: dict[str, str] = Field(default_factory=dict)
+    source_cidrs: list[str] = Field(default_factory=list)
+
+    @field_validator("source_cidrs")
+    @classmethod
+    def _cidrs(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            ipaddress.ip_network(cidr, strict=False)
+        return value
+
+    @field_validator("headers")
+    @classmethod
+    def _header_names(cls, value: dict[str, str]) -> dict[str, str]:
+        return {name.lower(): v for name, v in value.items()}
+
+
+class Credential(Strict):
+    api_key_env: EnvName
+
+
+class Rules(Strict):
+    """Operator rules: trusted policy text that goes into the classifier's instructions.
+
+    Kept exactly as written (not trimmed): the text is part of the policy identity.
+    """
+
+    outbound: str | None = None
+    inbound: str | None = None
+
+    @field_validator("outbound", "inbound")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        check_rules(value)
+        return value
+
+
+class TeamGuard(Strict):
+    classifier: Classifier | None = None
+
+
+class Inbound(Strict):
+    """Which untrusted text gets the inbound (prompt-injection) check besides tool results."""
+
+    documents: bool = True
+    model_output: bool = False
+
+
+class Team(Strict):
+    default: bool = False
+    match: Match = Match()
+    # Upstream names this team may use; None allows every configured upstream.
+    upstreams: list[str] | None = None
+    # Key custody per upstream for this team; overrides the upstream's own.
+    credentials: dict[str, Credential] = Field(default_factory=dict)
+    guard: TeamGuard = TeamGuard()
+    rules: Rules = Rules()
+    inbound: Inbound = Inbound()
+
+    @model_validator(mode="after")
+    def _has_a_way_in(self) -> Team:
+        m = self.match
+        if not (self.default or m.keys_env or m.headers or m.source_cidrs):
+            raise ValueError("a team needs default: true or at least one match rule")
+        return self

@@ -1,0 +1,84 @@
+"""The exception tree.
+
+    ReefgateError
+    ├── ConfigError          config cannot be loaded; carries every issue found
+    ├── RequestError         the client's request is unusable; maps to a status
+    │   ├── BadRequest       400: invalid JSON, UTF-8, shape, nesting
+    │   ├── Unauthorized     401: no team matches and none is default
+    │   ├── NotFound         404: unknown upstream prefix
+    │   ├── TooLarge         413: body over limits.max_body_bytes
+    │   └── UnsupportedMedia 415: a body the gateway cannot inspect
+    ├── UpstreamError        the upstream failed; maps to 502 / 504
+    └── GuardFailure         the guard itself failed; always a deny, category guard_failure
+
+Errors from libraries are converted at the boundary (`raise ... from exc`),
+so handlers deal only with these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from gateway.config.loader import ConfigIssue
+
+
+class ReefgateError(Exception):
+    pass
+
+
+class ConfigError(ReefgateError):
+    def __init__(self, issues: Sequence[ConfigIssue]) -> None:
+        self.issues = list(issues)
+        super().__init__("\n".join(str(i) for i in self.issues))
+
+
+class RequestError(ReefgateError):
+    status: ClassVar[int] = 400
+    code: ClassVar[str] = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+
+
+class BadRequest(RequestError):
+    status = 400
+    code = "invalid_request"
+
+
+class Unauthorized(RequestError):
+    status = 401
+    code = "unknown_team"
+
+
+class NotFound(RequestError):
+    status = 404
+    code = "unknown_upstream"
+
+
+class TooLarge(RequestError):
+    status = 413
+    code = "request_too_large"
+
+
+class UnsupportedMedia(RequestError):
+    status = 415
+    code = "unsupported_media_type"
+
+
+class UpstreamError(ReefgateError):
+    def __init__(
+        self, message: str, *, status: int = 502, code: str = "upstream_unreachable"
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.code = code
+
+
+class GuardFailure(ReefgateError):
+    """Raised inside the guard path; the pipeline turns it into a deny."""
