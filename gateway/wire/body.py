@@ -1,0 +1,185 @@
+"""Request bodies to segments, sans-IO: decoding, parsing, choosing the adapter.
+
+Every body the gateway forwards is read here first. What cannot be read is
+refused, never forwarded unscanned.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from email.message import Message
+from email.parser import BytesParser
+from email.policy import HTTP
+from urllib.parse import parse_qsl
+
+from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
+from gateway.wire import generic
+from gateway.wire.base import PayloadError, Segment, Trust
+from gateway.wire.routes import adapter_for
+
+_TEXT_TYPES = ("text/", "application/x-ndjson", "application/jsonl", "application/xml")
+
+
+def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:
+    """Undo a request Content-Encoding, bounded so a small bomb cannot expand past `limit`."""
+    if not encoding or encoding.strip().lower() in ("identity", ""):
+        return body
+    enc = encoding.strip().lower()
+    if enc in ("gzip", "x-gzip"):
+        wbits = 16 + zlib.MAX_WBITS
+    elif enc == "deflate":
+        wbits = zlib.MAX_WBITS
+    else:
+        raise UnsupportedMedia(
+            f"Content-Encoding {enc!r} is not supported; send gzip, deflate or identity"
+        )
+    inflater = zlib.decompressobj(wbits)
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise BadRequest(
+            "request body is not valid compressed data", code="invalid_encoding"
+        ) from exc
+    if len(out) > limit or inflater.unconsumed_tail:
+        raise TooLarge(f"decompressed request body exceeds {limit} bytes")
+    return out
+
+
+def decode_utf8(body: bytes) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(
+            f"request body is not valid UTF-8 (byte offset {exc.start})", code="invalid_utf8"
+        ) from exc
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _DuplicateKey
+    return out
+
+
+# Parsers disagree on duplicate keys (first wins or last wins); if ours and the
+# upstream's disagree, text we never scanned would reach the model. Refuse them.
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def parse_json(body: bytes) -> object:
+    text = decode_utf8(body)
+    try:
+        return _DECODER.decode(text)
+    except _DuplicateKey as exc:
+        raise BadRequest("JSON object has a duplicate key", code="invalid_json") from exc
+    except RecursionError as exc:
+        raise BadRequest("JSON nesting is too deep", code="invalid_json") from exc
+    except json.JSONDecodeError as exc:
+        raise BadRequest(
+            f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
+            code="invalid_json",
+        ) from exc
+
+
+def _media_type(content_type: str | None) -> str:
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _is_json(media: str) -> bool:
+    return media == "application/json" or media.endswith("+json")
+
+
+def _adapter_segments(path: str, payload: object) -> list[Segment]:
+    try:
+        return adapter_for(path)(payload)
+    except PayloadError as exc:
+        raise BadRequest(str(exc), code="invalid_payload") from exc
+    except RecursionError as exc:
+        raise BadRequest("JSON nesting is too deep", code="invalid_json") from exc
+
+
+def _multipart(content_type: str, body: bytes) -> list[Segment]:
+    head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace")
+    message: Message = BytesParser(policy=HTTP).parsebytes(head + body)
+    if not message.is_multipart():
+        raise BadRequest("multipart body could not be parsed", code="invalid_multipart")
+    out: list[Segment] = []
+    for i, part in enumerate(message.iter_parts() if hasattr(message, "iter_parts") else []):
+        name = part.get_param("name", header="content-disposition") or f"part{i}"
+        filename = part.get_filename()
+        raw = part.get_payload(decode=True)
+        data = raw if isinstance(raw, bytes) else b""
+        label = f"form[{i}]"
+        if filename:
+            out.append(Segment(f"{label}.filename", "file", str(filename), Trust.TRUSTED, i))
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            # Binary uploads (audio, images, PDFs) carry no text the detectors can read.
+            continue
+        out.append(
+            Segment(
+                f"{label}({name!s:.40})", "file" if filename else "field", text, Trust.TRUSTED, i
+            )
+        )
+    return out
+
+
+def request_segments(
+    path: str, query: str, content_type: str | None, body: bytes
+) -> tuple[list[Segment], object | None]:
+    """Every text in a request that the outbound check must see, plus the parsed JSON if any.
+
+    `body` is already content-decoded. `path` is the upstream-relative path.
+    """
+    segments: list[Segment] = []
+    if query:
+        for i, (key, value) in enumerate(parse_qsl(query, keep_blank_values=False)):
+            segments.append(Segment(f"query[{i}]", "query", f"{key}={value}", Trust.TRUSTED, None))
+    if not body:
+        return segments, None
+    media = _media_type(content_type)
+    payload: object | None = None
+    if _is_json(media):
+        payload = parse_json(body)
+        segments.extend(_adapter_segments(path, payload))
+    elif media == "multipart/form-data":
+        segments.extend(_multipart(content_type or "", body))
+    elif media == "application/x-www-form-urlencoded":
+        text = decode_utf8(body)
+        for i, (key, value) in enumerate(parse_qsl(text, keep_blank_values=False)):
+            segments.append(Segment(f"form[{i}]", "field", f"{key}={value}", Trust.TRUSTED, None))
+    elif media.startswith(_TEXT_TYPES) or media == "":
+        # No declared type: read it as JSON when it parses, else as text; an
+        # unreadable body is refused rather than forwarded unscanned.
+        text = decode_utf8(body)
+        if media == "":
+            try:
+                payload = _DECODER.decode(text)
+            except (ValueError, RecursionError):
+                payload = None
+            if payload is not None:
+                segments.extend(_adapter_segments(path, payload))
+                return segments, payload
+        segments.append(Segment("body", "unknown", text, Trust.TRUSTED, None))
+    else:
+        raise UnsupportedMedia(
+            f"Content-Type {media!r} cannot be inspected; send application/json",
+        )
+    return segments, payload
+
+
+def require_json(path: str, content_type: str | None) -> None:
+    """The model APIs take JSON only; anything else is refused before parsing."""
+    if adapter_for(path) is not generic.segments and not _is_json(_media_type(content_type)):
+        raise UnsupportedMedia(
+            "Content-Type must be application/json for this endpoint",
+            code="unsupported_media_type",
+        )

@@ -1,0 +1,133 @@
+"""OpenAI Chat Completions requests (``POST /v1/chat/completions``).
+
+Every message of every role is read: ``content`` as a string or typed parts,
+``name``, ``refusal``, assistant ``tool_calls`` (function name and the
+``arguments`` string as text; custom tool ``input``), legacy ``function_call``,
+and any other key a compatible server accepts (``reasoning_content``, ...).
+Messages with a role other than system/developer/user/assistant (``tool``,
+``function``, Llama's ``ipython``, unknown roles) are untrusted: they carry tool
+results from outside the agent's trust boundary.
+
+Binary payloads are skipped when their bytes are binary: ``input_audio.data``,
+``file.file_data`` and image data: URLs. A text file sent as ``file_data`` is
+decoded and scanned, untrusted like any document. See :mod:`gateway.wire.generic`
+for that rule and for the structural fields that are never segments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from gateway.wire.base import PayloadError, Segment
+from gateway.wire.generic import (
+    PLAIN,
+    ROLE_TRUST,
+    ROLE_UNKNOWN,
+    UNTRUSTED,
+    Registry,
+    Spec,
+    TopHandler,
+    add_text,
+    keys,
+    walk_free,
+    walk_message,
+    walk_request,
+)
+
+_REGISTRY: Registry = MappingProxyType(
+    {
+        "text": PLAIN,
+        "refusal": PLAIN,
+        "image_url": Spec(nested=MappingProxyType({"image_url": Spec(skip=keys("detail"))})),
+        "input_audio": Spec(nested=MappingProxyType({"input_audio": Spec(base64=keys("data"))})),
+        "file": Spec(
+            nested=MappingProxyType(
+                {"file": Spec(base64=keys("file_data"), untrusted=keys("file_data"))}
+            )
+        ),
+    }
+)
+
+_KNOWN = keys(
+    "messages",
+    "model",
+    "audio",
+    "frequency_penalty",
+    "function_call",
+    "functions",
+    "logit_bias",
+    "logprobs",
+    "max_completion_tokens",
+    "max_tokens",
+    "metadata",
+    "modalities",
+    "moderation",
+    "n",
+    "parallel_tool_calls",
+    "prediction",
+    "presence_penalty",
+    "prompt_cache_key",
+    "prompt_cache_options",
+    "prompt_cache_retention",
+    "reasoning_effort",
+    "response_format",
+    "safety_identifier",
+    "seed",
+    "service_tier",
+    "stop",
+    "store",
+    "stream",
+    "stream_options",
+    "temperature",
+    "tool_choice",
+    "tools",
+    "top_logprobs",
+    "top_p",
+    "user",
+    "verbosity",
+    "web_search_options",
+)
+# Skipped only while string-valued: `tool_choice` and `function_call` may also be objects.
+_SKIP = keys(
+    "service_tier", "reasoning_effort", "prompt_cache_retention", "tool_choice", "function_call"
+)
+_FREE = keys("metadata", "logit_bias")
+
+
+def _messages(value: object, out: list[Segment]) -> None:
+    assert isinstance(value, list)  # checked by segments()
+    for i, msg in enumerate(value):
+        path = f"messages[{i}]"
+        if isinstance(msg, dict):
+            # The common {"role": ..., "content": "..."} message skips the general walk.
+            role = msg.get("role")
+            content = msg.get("content")
+            if len(msg) == 2 and isinstance(content, str) and role in ROLE_TRUST:
+                assert isinstance(role, str)
+                add_text(out, content, f"{path}.content", role, ROLE_TRUST[role], i)
+            else:
+                walk_message(msg, path, i, out, 3, _REGISTRY)
+        else:
+            walk_free(msg, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
+
+
+_SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})
+
+
+def segments(payload: object) -> list[Segment]:
+    if not isinstance(payload, dict):
+        raise PayloadError("chat completion request body must be a JSON object")
+    if not isinstance(payload.get("messages"), list):
+        raise PayloadError("chat completion request needs `messages` as a list")
+    out: list[Segment] = []
+    walk_request(
+        payload,
+        out,
+        special=_SPECIAL,
+        known=_KNOWN,
+        skip=_SKIP,
+        free=_FREE,
+        registry=_REGISTRY,
+    )
+    return out

@@ -1,0 +1,162 @@
+"""A sans-IO, incremental Server-Sent Events parser (WHATWG HTML, "event stream interpretation").
+
+``SSEDecoder.feed`` takes bytes as they arrive, split anywhere (inside a UTF-8
+sequence, between CR and LF), and returns one :class:`SSEEvent` per block ended
+by a blank line. Every block is returned, including comment-only keep-alives
+and blocks the spec does not dispatch (``dispatch`` is False), so that a relay
+can forward each block's ``raw`` bytes as soon as it is complete: the ``raw`` of
+all returned blocks concatenated is exactly the input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_LINE_END = re.compile(rb"\r\n?|\n")
+_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True, slots=True)
+class SSEEvent:
+    # None when the block set no event type (the spec's default, "message").
+    event: str | None
+    data: str
+    # The last event ID buffer at the end of the block; it persists across blocks.
+    id: str | None
+    # The block's valid `retry` field, if any.
+    retry: int | None
+    raw: bytes
+    # Whether the spec dispatches this block: it had at least one data line and
+    # was ended by a blank line (a stream's unterminated tail never is).
+    dispatch: bool
+
+
+class SSEDecoder:
+    __slots__ = (
+        "_at_start",
+        "_data",
+        "_event",
+        "_last_id",
+        "_pending",
+        "_retry",
+        "_skip_lf",
+        "_tail",
+    )
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        # Bytes of the current block received in earlier feeds; the last
+        # `_tail` of them are a line still waiting for its terminator.
+        self._pending = bytearray()
+        self._tail = 0
+        # The previous feed ended with CR, so a leading LF completes that CRLF.
+        self._skip_lf = False
+        self._at_start = True
+        self._data: list[str] = []
+        self._event: str | None = None
+        self._retry: int | None = None
+        self._last_id: str | None = None
+
+    def feed(self, data: bytes) -> list[SSEEvent]:
+        events: list[SSEEvent] = []
+        if not data:
+            return events
+        start = 0
+        if self._skip_lf:
+            self._skip_lf = False
+            if data[0] == 0x0A:
+                start = 1
+        block_start = 0
+        for match in _LINE_END.finditer(data, start):
+            end, after = match.span()
+            if self._tail:
+                line = bytes(self._pending[-self._tail :]) + data[start:end]
+                self._tail = 0
+            else:
+                line = data[start:end]
+            start = after
+            if self._at_start:
+                self._at_start = False
+                if line.startswith(_BOM):
+                    line = line[3:]
+            if line:
+                self._line(line)
+                continue
+            if self._pending:
+                raw = bytes(self._pending) + data[block_start:after]
+                self._pending.clear()
+            else:
+                raw = data[block_start:after]
+            block_start = after
+            events.append(self._block(raw, complete=True))
+        if data[-1] == 0x0D:
+            self._skip_lf = True
+        if block_start < len(data):
+            self._pending += memoryview(data)[block_start:]
+            self._tail += len(data) - start
+        return events
+
+    def flush(self) -> list[SSEEvent]:
+        """End of stream: the unterminated tail, if any, as a block that is never dispatched.
+
+        Its fields are still parsed so that what a lenient client might act on
+        can be inspected. The decoder is then ready for a new stream.
+        """
+        events: list[SSEEvent] = []
+        if self._tail:
+            line = bytes(self._pending[-self._tail :])
+            if self._at_start and line.startswith(_BOM):
+                line = line[3:]
+            if line:
+                self._line(line)
+        if self._pending:
+            events.append(self._block(bytes(self._pending), complete=False))
+        self._reset()
+        return events
+
+    def _line(self, line: bytes) -> None:
+        if line[0] == 0x3A:  # ":" starts a comment
+            return
+        colon = line.find(b":")
+        if colon < 0:
+            name, value = line, ""
+        else:
+            name = line[:colon]
+            value_start = colon + 2 if line[colon + 1 : colon + 2] == b" " else colon + 1
+            value = line[value_start:].decode("utf-8", "replace")
+        if name == b"data":
+            self._data.append(value)
+        elif name == b"event":
+            self._event = value
+        elif name == b"id":
+            if "\0" not in value:
+                self._last_id = value
+        elif name == b"retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
+
+    def _block(self, raw: bytes, *, complete: bool) -> SSEEvent:
+        data = self._data
+        event = SSEEvent(
+            event=self._event or None,
+            data="\n".join(data),
+            id=self._last_id,
+            retry=self._retry,
+            raw=raw,
+            dispatch=complete and bool(data),
+        )
+        self._data = []
+        self._event = None
+        self._retry = None
+        return event
+
+
+def encode_event(event: str | None, data: str) -> bytes:
+    """One dispatchable event; ``data`` may span lines (CR, LF or CRLF)."""
+    if event is not None and ("\n" in event or "\r" in event):
+        raise ValueError("an SSE event name cannot contain a line break")
+    lines = data.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    head = f"event: {event}\n" if event else ""
+    return (head + "".join(f"data: {line}\n" for line in lines) + "\n").encode("utf-8")

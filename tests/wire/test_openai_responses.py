@@ -1,0 +1,500 @@
+"""Responses: every input item type and parameter, as the openai SDK sends them."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from gateway.wire import generic, openai_responses
+from gateway.wire.base import PayloadError, Segment
+from tests.wire.sdk_capture import (
+    MP3_B64,
+    PDF_B64,
+    PDF_URL,
+    PNG_B64,
+    PNG_URL,
+    U,
+    item,
+    nested,
+    openai_body,
+    seg,
+)
+
+ITEMS: list[dict[str, object]] = [
+    {"role": "developer", "content": "Use tools when needed."},
+    {
+        "type": "message",
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": "Summarise the attachments."},
+            {"type": "input_image", "image_url": "https://img.example/chart.png", "detail": "auto"},
+            {"type": "input_image", "image_url": PNG_URL, "detail": "low"},
+            {"type": "input_image", "file_id": "file-img", "detail": "high"},
+            {"type": "input_file", "file_data": PDF_URL, "filename": "q3.pdf"},
+            {"type": "input_file", "file_url": "https://files.example/q3.pdf"},
+            {"type": "input_file", "file_id": "file-pdf"},
+        ],
+    },
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [
+            {
+                "type": "output_text",
+                "text": "Here is the summary.",
+                "annotations": [
+                    {
+                        "type": "url_citation",
+                        "url": "https://news.example/a",
+                        "title": "Source A",
+                        "start_index": 0,
+                        "end_index": 4,
+                    }
+                ],
+                "logprobs": [{"token": "Here", "bytes": [72], "logprob": -0.1, "top_logprobs": []}],
+            },
+            {"type": "refusal", "refusal": "Not the private part."},
+        ],
+    },
+    {
+        "type": "reasoning",
+        "id": "rs_1",
+        "summary": [{"type": "summary_text", "text": "Need to read the file."}],
+        "content": [{"type": "reasoning_text", "text": "raw chain"}],
+        "encrypted_content": "gAAAAABencrypted",
+    },
+    {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "read_file",
+        "arguments": '{"path": "secrets.txt"}',
+    },
+    {"type": "function_call_output", "call_id": "call_1", "output": "file contents"},
+    {
+        "type": "function_call_output",
+        "call_id": "call_2",
+        "output": [
+            {"type": "input_text", "text": "part one"},
+            {"type": "input_image", "image_url": PNG_URL},
+            {
+                "type": "input_file",
+                "file_data": "data:text/plain,hello%20file",
+                "filename": "h.txt",
+            },
+        ],
+    },
+    {"type": "custom_tool_call", "call_id": "call_3", "name": "sql", "input": "SELECT 1"},
+    {"type": "custom_tool_call_output", "call_id": "call_3", "output": "1 row"},
+    {
+        "type": "computer_call",
+        "id": "cu_1",
+        "call_id": "call_4",
+        "status": "completed",
+        "action": {"type": "type", "text": "hunter2"},
+        "pending_safety_checks": [],
+    },
+    {
+        "type": "computer_call_output",
+        "call_id": "call_4",
+        "output": {"type": "computer_screenshot", "image_url": PNG_URL},
+        "acknowledged_safety_checks": [
+            {"id": "sc_1", "code": "malicious_instructions", "message": "Check the page."}
+        ],
+    },
+    {
+        "type": "web_search_call",
+        "id": "ws_1",
+        "status": "completed",
+        "action": {"type": "search", "query": "quarterly results"},
+    },
+    {
+        "type": "file_search_call",
+        "id": "fs_1",
+        "status": "completed",
+        "queries": ["revenue"],
+        "results": [
+            {"file_id": "file-x", "filename": "r.md", "score": 0.9, "text": "Revenue grew."}
+        ],
+    },
+    {
+        "type": "code_interpreter_call",
+        "id": "ci_1",
+        "container_id": "cntr_1",
+        "status": "completed",
+        "code": "print(1)",
+        "outputs": [{"type": "logs", "logs": "1"}],
+    },
+    {
+        "type": "local_shell_call",
+        "id": "ls_1",
+        "call_id": "call_5",
+        "status": "completed",
+        "action": {"type": "exec", "command": ["env"], "env": {"TOKEN": "t0k"}},
+    },
+    {"type": "local_shell_call_output", "id": "ls_1", "output": "PATH=/bin"},
+    {"type": "shell_call", "call_id": "call_6", "action": {"commands": ["ls -la"]}},
+    {
+        "type": "shell_call_output",
+        "call_id": "call_6",
+        "output": [
+            {"stdout": "total 0", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}
+        ],
+    },
+    {
+        "type": "apply_patch_call",
+        "call_id": "call_7",
+        "status": "completed",
+        "operation": {"type": "update_file", "path": "a.py", "diff": "-x\n+y"},
+    },
+    {"type": "apply_patch_call_output", "call_id": "call_7", "status": "completed", "output": "ok"},
+    {
+        "type": "image_generation_call",
+        "id": "ig_1",
+        "status": "completed",
+        "result": PNG_B64,
+        "revised_prompt": "a cat",
+    },
+    {
+        "type": "mcp_list_tools",
+        "id": "ml_1",
+        "server_label": "docs",
+        "tools": [{"name": "search", "description": "Search docs.", "input_schema": {}}],
+    },
+    {
+        "type": "mcp_approval_request",
+        "id": "mr_1",
+        "server_label": "docs",
+        "name": "search",
+        "arguments": '{"q": "x"}',
+    },
+    {
+        "type": "mcp_approval_response",
+        "approval_request_id": "mr_1",
+        "approve": True,
+        "reason": "fine",
+    },
+    {
+        "type": "mcp_call",
+        "id": "mc_1",
+        "server_label": "docs",
+        "name": "search",
+        "arguments": '{"q": "x"}',
+        "output": "mcp result",
+        "error": None,
+    },
+    {"type": "item_reference", "id": "msg_0"},
+    {"id": "msg_00"},
+]
+
+
+def _sdk_payload() -> dict[str, object]:
+    return openai_body(
+        lambda client: client.responses.create(
+            model="gpt-5",
+            instructions="You are a careful analyst.",
+            input=ITEMS,
+            tools=[
+                {
+                    "type": "function",
+                    "name": "read_file",
+                    "description": "Read a file.",
+                    "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+                    "strict": True,
+                },
+                {
+                    "type": "mcp",
+                    "server_label": "docs",
+                    "server_url": "https://mcp.example/sse",
+                    "headers": {"Authorization": "Bearer mcp-token"},
+                    "require_approval": "never",
+                },
+            ],
+            tool_choice="auto",
+            text={
+                "format": {
+                    "type": "json_schema",
+                    "name": "summary",
+                    "schema": {"type": "object", "description": "A summary."},
+                },
+                "verbosity": "low",
+            },
+            prompt={"id": "pmpt_1", "version": "2", "variables": {"city": "Paris"}},
+            metadata={"run": "r-1"},
+            reasoning={"effort": "high"},
+            include=["reasoning.encrypted_content"],
+            previous_response_id="resp_0",
+            store=False,
+            stream=True,
+            user="user-42",
+        )
+    )
+
+
+def test_sdk_request_every_item_type() -> None:
+    assert openai_responses.segments(_sdk_payload()) == [
+        item(0, "content", "developer", "Use tools when needed."),
+        item(1, "content[0].text", "user", "Summarise the attachments."),
+        item(1, "content[1].image_url", "user", "https://img.example/chart.png"),
+        # content[2] image data: URL, content[3] image file id, content[4] PDF_URL data
+        item(1, "content[4].filename", "user", "q3.pdf"),
+        item(1, "content[5].file_url", "user", "https://files.example/q3.pdf"),
+        item(2, "content[0].text", "assistant", "Here is the summary."),
+        item(2, "content[0].annotations[0].url", "assistant", "https://news.example/a", U),
+        item(2, "content[0].annotations[0].title", "assistant", "Source A", U),
+        item(2, "content[1].refusal", "assistant", "Not the private part."),
+        item(3, "summary[0].text", "reasoning", "Need to read the file."),
+        item(3, "content[0].text", "reasoning", "raw chain"),
+        item(4, "name", "function_call", "read_file"),
+        item(4, "arguments", "function_call", '{"path": "secrets.txt"}'),
+        item(5, "output", "function_call_output", "file contents", U),
+        item(6, "output[0].text", "function_call_output", "part one", U),
+        item(6, "output[2].file_data", "function_call_output", "hello file", U),
+        item(6, "output[2].filename", "function_call_output", "h.txt", U),
+        item(7, "name", "custom_tool_call", "sql"),
+        item(7, "input", "custom_tool_call", "SELECT 1"),
+        item(8, "output", "custom_tool_call_output", "1 row", U),
+        item(9, "action.text", "computer_call", "hunter2"),
+        item(
+            10,
+            "acknowledged_safety_checks[0].code",
+            "computer_call_output",
+            "malicious_instructions",
+        ),
+        item(
+            10, "acknowledged_safety_checks[0].message", "computer_call_output", "Check the page."
+        ),
+        item(11, "action.query", "web_search_call", "quarterly results"),
+        item(12, "queries[0]", "file_search_call", "revenue"),
+        # results came from outside and are free-form (attributes): nothing structural
+        item(12, "results[0].file_id", "file_search_call", "file-x", U),
+        item(12, "results[0].filename", "file_search_call", "r.md", U),
+        item(12, "results[0].text", "file_search_call", "Revenue grew.", U),
+        item(13, "code", "code_interpreter_call", "print(1)"),
+        item(13, "outputs[0].logs", "code_interpreter_call", "1", U),
+        item(14, "action.command[0]", "local_shell_call", "env"),
+        item(14, "action.env.TOKEN", "local_shell_call", "t0k"),
+        item(15, "output", "local_shell_call_output", "PATH=/bin", U),
+        item(16, "action.commands[0]", "shell_call", "ls -la"),
+        item(17, "output[0].stdout", "shell_call_output", "total 0", U),
+        item(18, "operation.path", "apply_patch_call", "a.py"),
+        item(18, "operation.diff", "apply_patch_call", "-x\n+y"),
+        item(19, "output", "apply_patch_call_output", "ok", U),
+        item(20, "revised_prompt", "image_generation_call", "a cat"),
+        item(21, "server_label", "mcp_list_tools", "docs"),
+        item(21, "tools[0].name", "mcp_list_tools", "search", U),
+        item(21, "tools[0].description", "mcp_list_tools", "Search docs.", U),
+        item(22, "server_label", "mcp_approval_request", "docs"),
+        item(22, "name", "mcp_approval_request", "search"),
+        item(22, "arguments", "mcp_approval_request", '{"q": "x"}'),
+        item(23, "reason", "mcp_approval_response", "fine"),
+        item(24, "server_label", "mcp_call", "docs"),
+        item(24, "name", "mcp_call", "search"),
+        item(24, "arguments", "mcp_call", '{"q": "x"}'),
+        item(24, "output", "mcp_call", "mcp result", U),
+        # item 25 is an item_reference and 26 one without its optional type: ids only
+        seg("instructions", "system", "You are a careful analyst."),
+        seg("metadata.run", "request", "r-1"),
+        seg("prompt.version", "request", "2"),
+        seg("prompt.variables.city", "request", "Paris"),
+        seg("text.format.name", "request", "summary"),
+        seg("text.format.schema.description", "request", "A summary."),
+        seg("tools[0].name", "request", "read_file"),
+        seg("tools[0].description", "request", "Read a file."),
+        seg("tools[1].server_label", "request", "docs"),
+        seg("tools[1].server_url", "request", "https://mcp.example/sse"),
+        # A credential meant for the provider is still text the policy must see.
+        seg("tools[1].headers.Authorization", "request", "Bearer mcp-token"),
+        seg("tools[1].require_approval", "request", "never"),
+        seg("user", "request", "user-42"),
+    ]
+
+
+def test_string_input_is_the_user_turn() -> None:
+    assert openai_responses.segments({"model": "m", "input": "hello", "instructions": "be"}) == [
+        seg("input", "user", "hello"),
+        seg("instructions", "system", "be"),
+    ]
+
+
+def test_input_may_be_absent() -> None:
+    payload = {"model": "m", "previous_response_id": "resp_1", "prompt": {"id": "pmpt_1"}}
+    assert openai_responses.segments(payload) == []
+
+
+def test_function_call_output_with_unknown_part_type() -> None:
+    output = [{"type": "input_video", "video_url": "https://v.example/a.mp4"}]
+    payload = {"input": [{"type": "function_call_output", "call_id": "c", "output": output}]}
+    assert openai_responses.segments(payload) == [
+        item(0, "output[0].video_url", "function_call_output", "https://v.example/a.mp4", U)
+    ]
+
+
+def test_unknown_item_type_is_scanned_in_full_as_untrusted() -> None:
+    payload = {
+        "input": [
+            {"type": "holo_call", "id": "h1", "payload": {"note": "n", "ids": ["a"]}},
+            {"type": "sk-live-" + "9" * 30, "x": "y"},
+        ]
+    }
+    assert openai_responses.segments(payload) == [
+        item(0, "id", "holo_call", "h1", U),
+        item(0, "payload.note", "holo_call", "n", U),
+        item(0, "payload.ids[0]", "holo_call", "a", U),
+        item(1, "type", "unknown", "sk-live-" + "9" * 30, U),
+        item(1, "x", "unknown", "y", U),
+    ]
+
+
+def test_unknown_message_role_is_untrusted() -> None:
+    payload = {"input": [{"type": "message", "role": "critic", "content": "meh"}]}
+    assert openai_responses.segments(payload) == [item(0, "content", "critic", "meh", U)]
+
+
+def test_non_object_items_are_scanned() -> None:
+    payload = {"input": ["loose", 3, None, ["x"]]}
+    assert openai_responses.segments(payload) == [
+        seg("input[0]", "unknown", "loose", U, 0),
+        seg("input[3][0]", "unknown", "x", U, 3),
+    ]
+
+
+def test_audio_and_textual_file_data() -> None:
+    parts = [
+        {"type": "input_audio", "input_audio": {"data": MP3_B64, "format": "mp3"}},
+        {"type": "input_file", "file_data": "data:text/markdown;base64,IyBUb2tlbnMKZ2hwX3h4eA=="},
+        {"type": "input_file", "file_data": PDF_B64, "filename": "raw.pdf"},
+    ]
+    payload = {"input": [{"role": "user", "content": parts}]}
+    assert openai_responses.segments(payload) == [
+        item(0, "content[1].file_data", "user", "# Tokens\nghp_xxx", U),
+        item(0, "content[2].filename", "user", "raw.pdf"),
+    ]
+
+
+def test_tool_search_arguments_are_free_form() -> None:
+    call = {"type": "tool_search_call", "call_id": "c", "arguments": {"id": "free", "type": "text"}}
+    output = {
+        "type": "tool_search_output",
+        "tools": [{"type": "function", "name": "f", "description": "found"}],
+    }
+    assert openai_responses.segments({"input": [call, output]}) == [
+        item(0, "arguments.id", "tool_search_call", "free"),
+        item(0, "arguments.type", "tool_search_call", "text"),
+        item(1, "tools[0].name", "tool_search_output", "f", U),
+        item(1, "tools[0].description", "tool_search_output", "found", U),
+    ]
+
+
+def test_mcp_call_error_and_program_items() -> None:
+    payload = {
+        "input": [
+            {
+                "type": "mcp_call",
+                "id": "m",
+                "name": "n",
+                "arguments": "{}",
+                "server_label": "s",
+                "error": {"type": "mcp_tool_execution_error", "content": {"detail": "boom"}},
+            },
+            {
+                "type": "program",
+                "id": "p",
+                "call_id": "c",
+                "code": "run()",
+                "fingerprint": "3f2a9c1e8b7d6a5f",
+            },
+            {
+                "type": "program_output",
+                "id": "p",
+                "call_id": "c",
+                "result": "done",
+                "status": "completed",
+            },
+        ]
+    }
+    assert openai_responses.segments(payload) == [
+        item(0, "name", "mcp_call", "n"),
+        item(0, "arguments", "mcp_call", "{}"),
+        item(0, "server_label", "mcp_call", "s"),
+        item(0, "error.type", "mcp_call", "mcp_tool_execution_error", U),
+        item(0, "error.content.detail", "mcp_call", "boom", U),
+        item(1, "code", "program", "run()"),
+        item(2, "result", "program_output", "done", U),
+    ]
+
+
+def test_unknown_top_level_keys_are_scanned_as_untrusted() -> None:
+    payload = {"input": "hi", "vendor_context": {"notes": ["n1"]}}
+    assert openai_responses.segments(payload) == [
+        seg("input", "user", "hi"),
+        seg("vendor_context.notes[0]", "unknown", "n1", U),
+    ]
+
+
+@pytest.mark.parametrize(
+    "payload",
+    [[], "hello", 1, None, {"input": {"role": "user"}}, {"input": 3}],
+)
+def test_wrong_shape_is_refused(payload: object) -> None:
+    with pytest.raises(PayloadError):
+        openai_responses.segments(payload)
+
+
+@pytest.mark.parametrize("where", ["output", "arguments", "item", "metadata", "tools"])
+def test_deep_nesting_is_refused_without_recursion_error(where: str) -> None:
+    deep = nested(10_000)
+    payload: dict[str, object] = {"input": []}
+    if where == "output":
+        payload["input"] = [{"type": "function_call_output", "call_id": "c", "output": deep}]
+    elif where == "arguments":
+        payload["input"] = [{"type": "tool_search_call", "arguments": deep}]
+    elif where == "item":
+        payload["input"] = [deep]
+    elif where == "tools":
+        payload["tools"] = [{"type": "function", "name": "f", "parameters": deep}]
+    else:
+        payload["metadata"] = deep
+    with pytest.raises(PayloadError, match="deeper than 64"):
+        openai_responses.segments(payload)
+
+
+def test_payload_is_not_mutated() -> None:
+    payload = _sdk_payload()
+    before = copy.deepcopy(payload)
+    openai_responses.segments(payload)
+    assert payload == before
+
+
+def test_index_is_the_item_index() -> None:
+    segments: list[Segment] = openai_responses.segments(_sdk_payload())
+    for segment in segments:
+        if segment.path.startswith("input["):
+            assert segment.path.startswith(f"input[{segment.index}]")
+        else:
+            assert segment.index is None
+
+
+def test_conversation_items_from_the_sdk() -> None:
+    output = {"type": "function_call_output", "call_id": "c", "output": "tool said"}
+    created = openai_body(
+        lambda client: client.conversations.create(
+            items=[{"role": "user", "content": "hi"}, output], metadata={"topic": "t"}
+        )
+    )
+    assert openai_responses.conversation_segments(created) == [
+        seg("items[0].content", "user", "hi", index=0),
+        seg("items[1].output", "function_call_output", "tool said", U, 1),
+        seg("metadata.topic", "request", "t"),
+    ]
+    added = openai_body(lambda client: client.conversations.items.create("conv_1", items=[output]))
+    assert openai_responses.conversation_segments(added) == [
+        seg("items[0].output", "function_call_output", "tool said", U, 0),
+    ]
+
+
+@pytest.mark.parametrize("payload", [{"metadata": {"a": "b"}}, {"items": "x"}, [], None])
+def test_conversation_other_shapes_fall_back_to_every_string(payload: object) -> None:
+    assert openai_responses.conversation_segments(payload) == generic.segments(payload)

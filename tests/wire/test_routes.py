@@ -1,0 +1,67 @@
+"""Which adapter reads which path."""
+
+from __future__ import annotations
+
+import pytest
+
+from gateway.wire import anthropic, generic, openai_chat, openai_responses
+from gateway.wire.routes import Adapter, adapter_for, is_streaming_request
+
+
+@pytest.mark.parametrize(
+    ("path", "adapter"),
+    [
+        ("/v1/chat/completions", openai_chat.segments),
+        ("/chat/completions", openai_chat.segments),
+        ("/v1/chat/completions/", openai_chat.segments),
+        ("/v1/chat/completions?api-version=2024-10-21", openai_chat.segments),
+        ("/openai/deployments/gpt-4o/chat/completions", openai_chat.segments),
+        ("/api/v1/chat/completions", openai_chat.segments),
+        ("chat/completions", openai_chat.segments),
+        ("/v1/chat/completions/chatcmpl-123", generic.segments),
+        ("/v1/chat/completions/chatcmpl-123/messages", generic.segments),
+        ("/v1/completions", generic.segments),
+        ("/v1/responses", openai_responses.segments),
+        ("/responses", openai_responses.segments),
+        ("/openai/v1/responses/", openai_responses.segments),
+        ("/v1/responses/input_tokens", openai_responses.segments),
+        ("/v1/responses/compact", openai_responses.segments),
+        ("/v1/responses/resp_123", generic.segments),
+        ("/v1/responses/resp_123/cancel", generic.segments),
+        ("/v1/responses/resp_123/input_items", generic.segments),
+        ("/v1/messages", anthropic.segments),
+        ("/v1/messages?beta=true", anthropic.segments),
+        ("/messages", anthropic.segments),
+        ("/v1/messages/count_tokens", anthropic.segments),
+        ("/v1/messages/count_tokens?beta=true", anthropic.segments),
+        ("/v1/messages/batches", generic.segments),
+        ("/v1/threads/thread_1/messages", generic.segments),
+        ("/v1/conversations", openai_responses.conversation_segments),
+        ("/v1/conversations/conv_1/items", openai_responses.conversation_segments),
+        ("/v1/conversations/conv_1", generic.segments),
+        ("/v1/conversations/conv_1/items/msg_1", generic.segments),
+        ("/v1/embeddings", generic.segments),
+        ("/v1/moderations", generic.segments),
+        ("/v1/files", generic.segments),
+        ("", generic.segments),
+        ("/", generic.segments),
+    ],
+)
+def test_adapter_for(path: str, adapter: Adapter) -> None:
+    assert adapter_for(path) is adapter
+
+
+@pytest.mark.parametrize(
+    ("payload", "streaming"),
+    [
+        ({"stream": True}, True),
+        ({"stream": False}, False),
+        ({"stream": "true"}, False),
+        ({"stream": 1}, False),
+        ({}, False),
+        ([{"stream": True}], False),
+        (None, False),
+    ],
+)
+def test_is_streaming_request(payload: object, streaming: bool) -> None:
+    assert is_streaming_request(payload) is streaming
