@@ -1,0 +1,440 @@
+"""The deterministic secret detector: formats, offsets, non-secrets and hostile input.
+
+Secret-looking values are assembled at run time from a seeded generator and split
+prefixes, so this file holds no literal that a scanner would take for a credential.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import string
+import time
+import uuid
+
+import pytest
+
+from gateway.guard.detectors.secrets import KINDS, scan
+from gateway.guard.findings import Finding, fingerprint
+
+_RNG = random.Random(20240611)
+B62 = string.ascii_letters + string.digits
+HEX = "0123456789abcdef"
+B64 = B62 + "+/"
+B64URL = B62 + "-_"
+
+
+def rand(n: int, alphabet: str = B62) -> str:
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+def b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()
+
+
+def b64url(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def jwt() -> str:
+    header = b64url(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+    payload = b64url(json.dumps({"sub": rand(8), "iat": 1700000000}).encode())
+    return f"{header}.{payload}.{b64url(_RNG.randbytes(32))}"
+
+
+def pem_private_key(label: str = "RSA PRIVATE KEY") -> str:
+    lines = [b64(_RNG.randbytes(48)) for _ in range(6)]
+    return "-----BEGIN " + label + "-----\n" + "\n".join(lines) + "\n-----END " + label + "-----"
+
+
+PW = "Tr0" + "ub4dor&3x!" + rand(4)  # a password a person would type
+TOKEN_BODY = rand(40)
+
+
+def _case(kind: str, before: str, secret: str, after: str = "") -> tuple[str, str, str, str]:
+    return kind, before, secret, after
+
+
+# (kind, text before, secret value, text after): the finding must cover exactly the value.
+POSITIVES = [
+    _case("private_key", "key:\n", pem_private_key(), "\n"),
+    _case("private_key", "", pem_private_key("EC PRIVATE KEY")),
+    _case("private_key", "", pem_private_key("OPENSSH PRIVATE KEY")),
+    _case("private_key", "", pem_private_key("ENCRYPTED PRIVATE KEY")),
+    _case("private_key", "", pem_private_key("PGP PRIVATE KEY BLOCK")),
+    _case("openai_api_key", "OPENAI_API_KEY=", "sk-" + "proj-" + rand(64, B64URL) + "A"),
+    _case("openai_api_key", "use ", "sk-" + "svcacct-" + rand(48, B64URL) + "z", " now"),
+    _case("openai_api_key", "", "sk-" + "admin-" + rand(40) + "9"),
+    _case("openai_api_key", "legacy ", "sk-" + rand(20) + "T3Blbk" + "FJ" + rand(20)),
+    _case("anthropic_api_key", "x-api-key: ", "sk-" + "ant-api03-" + rand(93, B64URL) + "AA"),
+    _case("github_token", "token ", "gh" + "p_" + rand(36)),
+    _case("github_token", "", "gh" + "s_" + rand(36)),
+    _case("github_token", "GH=", "github" + "_pat_" + "11A" + rand(19) + "_" + rand(59)),
+    _case("gitlab_token", "", "gl" + "pat-" + rand(20, B64URL[:-2]) + "-" + rand(3)),
+    _case(
+        "aws_access_key",
+        "aws_access_key_id = ",
+        "AK" + "IA" + rand(16, string.ascii_uppercase + "234567"),
+    ),
+    _case("aws_access_key", "", "AS" + "IA" + rand(16, string.ascii_uppercase + "234567")),
+    _case("aws_secret_access_key", "aws_secret_access_key = ", rand(39, B64) + "Q"),
+    _case(
+        "slack_token",
+        "",
+        "xo" + "xb-" + rand(12, "123456789") + "-" + rand(13, "123456789") + "-" + rand(24),
+    ),
+    _case(
+        "slack_token",
+        "SLACK=",
+        "xa"
+        + "pp-1-A0"
+        + rand(9, "ABCDEFGH1234")
+        + "-"
+        + rand(13, "123456789")
+        + "-"
+        + rand(64, HEX),
+    ),
+    _case(
+        "slack_webhook",
+        "https://hooks.slack.com/services/",
+        "T0" + rand(8, "ABCDEFGH123") + "/B0" + rand(8, "ABCDEFGH123") + "/" + rand(24),
+    ),
+    _case("jwt", "Authorization: Bearer ", jwt()),
+    _case("google_api_key", 'apiKey: "', "AI" + "zaSy" + rand(33, B64URL), '"'),
+    _case("google_oauth_token", "", "ya" + "29." + rand(100, B64URL) + "x"),
+    _case("google_oauth_client_secret", '"client_secret": "', "GOC" + "SPX-" + rand(28), '"'),
+    _case(
+        "azure_storage_key",
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=",
+        rand(86, B64) + "==",
+        ";EndpointSuffix=core.windows.net",
+    ),
+    _case("azure_client_secret", "client_secret=", rand(3) + "8Q~" + rand(34, B62 + "_~.")),
+    _case("stripe_key", "", "sk" + "_live_" + rand(24)),
+    _case("stripe_key", "", "rk" + "_live_" + rand(24)),
+    _case("stripe_key", "", "sk" + "_test_" + rand(24)),
+    _case("npm_token", "//registry.npmjs.org/:_authToken=", "np" + "m_" + rand(36)),
+    _case("pypi_token", "", "pypi-" + "AgEIcHlwaS5vcmc" + rand(120, B64URL)),
+    _case("huggingface_token", "HF_TOKEN=", "h" + "f_" + rand(34, string.ascii_letters)),
+    _case(
+        "discord_token",
+        "",
+        b64url(b"1234567890123456789")[:24] + "." + rand(6) + "." + rand(27, B64URL),
+    ),
+    _case("telegram_bot_token", "bot", "1234567890" + ":AA" + rand(33, B64URL)),
+    _case("sendgrid_api_key", "", "S" + "G." + rand(22) + "." + rand(43)),
+    _case("mailgun_api_key", "", "ke" + "y-" + rand(32, HEX)),
+    _case("mailchimp_api_key", "", rand(32, HEX) + "-us" + "14"),
+    _case("shopify_token", "", "shp" + "at_" + rand(32, HEX)),
+    _case("digitalocean_token", "", "dop" + "_v1_" + rand(64, HEX)),
+    _case("square_token", "", "sq0" + "atp-" + rand(22, B64URL)),
+    _case("databricks_token", "host + ", "da" + "pi" + rand(32, HEX)),
+    _case("twilio_api_key", "", "S" + "K" + rand(32, HEX)),
+    _case("vault_token", "", "hv" + "s." + rand(94, B64URL)),
+    _case("heroku_api_key", "", "HR" + "KU-AA" + rand(58)),
+    _case("grafana_token", "", "gl" + "sa_" + rand(32) + "_" + rand(8, HEX)),
+    _case("sentry_token", "", "sntry" + "s_eyJ" + rand(80, B64)),
+    _case("flyio_token", "", "fo" + "1_" + rand(43)),
+    _case("notion_token", "", "nt" + "n_" + rand(11, string.digits) + rand(35)),
+    _case("openshift_token", "oc login --token=", "sha256" + "~" + rand(43)),
+    _case("facebook_token", "", "1234567890123456" + "|" + rand(27)),
+    _case("db_connection_string", "postgres://app:", PW, "@db.internal:5432/app"),
+    _case("db_connection_string", "mongodb+srv://svc:", PW, "@cluster0.example.net/db"),
+    _case("db_connection_string", "redis://:", PW, "@cache:6379/0"),
+    _case("db_connection_string", "Server=tcp:db;Database=app;User Id=app;Password=", PW, ";"),
+    _case("url_credentials", "git clone https://deploy:", PW, "@git.example.org/repo.git"),
+    _case("basic_auth", "Authorization: Basic ", b64(("svc:" + PW).encode())),
+    _case("basic_auth", "curl -u deploy:", PW, " https://api.example.org/v1"),
+    _case("bearer_token", '-H "Authorization: Bearer ', rand(40), '"'),
+    _case("password_assignment", 'password = "', PW, '"'),
+    _case("password_assignment", "db:\n  password: ", PW, "\n"),
+    _case("password_assignment", "DB_PASSWORD=", PW, "\n"),
+    _case("password_assignment", '{"password": "', PW, '"}'),
+    _case("password_assignment", "client.login(user=u, passwd='", PW, "')"),
+    _case("db_connection_string", "conn = connect(host=h, passwd='", PW, "')"),
+    _case("password_assignment", "mysqldump --password=", PW, " db"),
+    _case("password_assignment", '<add key="SmtpPassword" value="', PW, '" />'),
+    _case("password_assignment", "- name: DB_PASSWORD\n  value: ", PW, "\n"),
+    _case("password_assignment", "machine api.example.com login me password ", PW, "\n"),
+    _case("password_assignment", "sshpass -p '", PW, "' ssh deploy@host"),
+    _case("password_assignment", "Sure, my password is ", PW, ". Thanks!"),
+    _case("secret_assignment", "The access token is ", TOKEN_BODY, " if you need it."),
+    _case("basic_auth", "BUNDLE_GEMS__EXAMPLE__COM=deploy:", PW, "\n"),
+    _case(
+        "telegram_bot_token",
+        "https://api.telegram.org/bot",
+        "123456789" + ":AA" + rand(33, B64URL),
+        "/sendMessage",
+    ),
+    _case("secret_assignment", "deploy --api-token ", TOKEN_BODY, " --verbose"),
+    _case("secret_assignment", 'api_key = "', TOKEN_BODY, '"'),
+    _case("secret_assignment", "export SERVICE_TOKEN=", TOKEN_BODY, "\n"),
+    _case("secret_assignment", "client_secret: '", TOKEN_BODY, "'"),
+    _case("secret_assignment", '"accessToken": "', TOKEN_BODY, '",'),
+    _case("secret_assignment", "secret=", rand(30, B64) + "==", ""),
+    _case("high_entropy_token", "upload_key: ", rand(48), "\n"),
+    _case("high_entropy_token", 'DEPLOY_HOOK: "', rand(20) + "9aZ" + rand(20), '"'),
+]
+
+
+@pytest.mark.parametrize(("kind", "before", "secret", "after"), POSITIVES)
+def test_detects_each_kind_with_exact_span(kind: str, before: str, secret: str, after: str) -> None:
+    text = "note: " + before + secret + after + " end"
+    start = text.index(secret)
+    findings = scan(text)
+    spans = [(f.kind, f.start, f.end) for f in findings]
+    assert (kind, start, start + len(secret)) in spans, spans
+    match = next(f for f in findings if f.kind == kind)
+    assert match.fingerprint == fingerprint(secret)
+    assert kind in KINDS
+
+
+def test_every_reported_kind_is_declared() -> None:
+    text = "\n".join(before + secret + after for _, before, secret, after in POSITIVES)
+    findings = scan(text)
+    assert {f.kind for f in findings} <= KINDS
+    assert len(findings) >= len(POSITIVES) - 5  # a few cases overlap in one text
+
+
+def test_kubernetes_secret_values() -> None:
+    value = b64(("admin:" + PW).encode())
+    manifest = (
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ntype: Opaque\n"
+        f"data:\n  username: {b64(b'admin')}\n  password: {value}\n"
+    )
+    findings = scan(manifest)
+    start = manifest.index(value)
+    assert [(f.kind, f.start, f.end) for f in findings] == [
+        ("kubernetes_secret", start, start + len(value))
+    ]
+
+
+def test_google_service_account_json() -> None:
+    key_id = rand(40, HEX)
+    doc = json.dumps(
+        {
+            "type": "service_account",
+            "project_id": "demo",
+            "private_key_id": key_id,
+            "private_key": pem_private_key("PRIVATE KEY"),
+        }
+    )
+    kinds = {f.kind for f in scan(doc)}
+    assert kinds == {"gcp_service_account", "private_key"}
+
+
+def test_reference_seed_vectors() -> None:
+    # Kinds and edge cases of the Reef reference floor (reef-vectors checks.json).
+    assert [f.kind for f in scan("-----BEGIN RSA PRIVATE KEY-----")] == ["private_key"]
+    assert [f.kind for f in scan("use sk-" + "proj-Ab3dEf6hIj9kLm2nOp5qRs8t please")] == [
+        "openai_api_key"
+    ]
+    assert [f.kind for f in scan("密钥sk-" + "abcdefghijklmnopqrst")] == ["openai_api_key"]
+    assert [f.kind for f in scan("gh" + "p_abcdefghij1234567890")] == ["github_token"]
+    assert [f.kind for f in scan("aws_access_key_id = AKIA" + "IOSFODNN7EXAMPLE;")] == [
+        "aws_access_key"
+    ]
+    assert [f.kind for f in scan("token=xo" + "xa-2-abcdefghijkl")] == ["slack_token"]
+    for text in (
+        "token sk-" + "abcdefghijklmno here",
+        "please ask-me-anything-about-the-plan today",
+        "see desk-1234567890abcdefXYZ now",
+        "gh" + "p_abcdefghij123456789",
+        "gh" + "p_abcdefghij_1234567890",
+        "AKIA" + "IOSFODNN7EXAMP",
+        "xo" + "xb-12345678901",
+        "-----begin private key-----",
+        "-----BEGIN PUBLIC KEY-----",
+    ):
+        assert scan(text) == [], text
+
+
+def test_offsets_survive_non_ascii_prefix() -> None:
+    secret = "gh" + "p_" + rand(36)
+    text = "Grüße 🌊 密钥: " + secret + " ✓"
+    (finding,) = scan(text)
+    assert text[finding.start : finding.end] == secret
+
+
+def test_findings_are_ordered_and_do_not_leak_the_value() -> None:
+    a = "gh" + "p_" + rand(36)
+    b = "AK" + "IA" + rand(16, string.ascii_uppercase + "234567")
+    c = "sk" + "_live_" + rand(24)
+    text = f"first {c}, then {a}\nand finally {b}"
+    findings = scan(text)
+    assert [f.start for f in findings] == sorted(f.start for f in findings)
+    assert [text[f.start : f.end] for f in findings] == [c, a, b]
+    for f, secret in zip(findings, (c, a, b), strict=True):
+        assert isinstance(f, Finding)
+        assert secret not in repr(f)
+        assert secret not in str(f)
+        assert f.fingerprint == hashlib.sha256(secret.encode()).hexdigest()[:16]
+
+
+def test_specific_format_wins_over_generic_assignment() -> None:
+    token = "gh" + "p_" + rand(36)
+    findings = scan(f'GITHUB_TOKEN="{token}"')
+    assert [f.kind for f in findings] == ["github_token"]
+
+
+COMMIT = "722f5b0dd8d897db6b23d503ac85b509ecc142c3"
+SHA256 = hashlib.sha256(b"reefgate").hexdigest()
+UUID = str(uuid.UUID(int=_RNG.getrandbits(128)))
+SSH_RSA = "ssh-rsa AAAAB3NzaC1yc2EAAAADAQABAAABAQ" + rand(300, B64) + " user@host"
+SSH_ED = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI" + rand(43, B64) + " ci@runner"
+PUBLIC_PEM = (
+    "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAE"
+    + rand(64, B64)
+    + "\n-----END PUBLIC KEY-----"
+)
+CERT = (
+    "-----BEGIN CERTIFICATE-----\n"
+    + "\n".join(b64(_RNG.randbytes(48)) for _ in range(8))
+    + "\n-----END CERTIFICATE-----"
+)
+
+NEGATIVES = [
+    f"fixed in {COMMIT[:7]}, see PR #6",
+    f"see https://github.com/openclaw/reef/commit/{COMMIT}",
+    f"git checkout {COMMIT}",
+    f"sha256sum: {SHA256}  reefgate-0.1.0.tar.gz",
+    f"image: registry.example.com/app@sha256:{SHA256}",
+    f'<script src="app.js" integrity="sha384-{b64(_RNG.randbytes(48))}"></script>',
+    f'"integrity": "sha512-{b64(_RNG.randbytes(64))}",',
+    f'checksum: "{b64(_RNG.randbytes(32))}"',
+    f'"md5Hash": "{b64(_RNG.randbytes(16))}"',
+    f"request_id={UUID} status=200",
+    f'{{"id": "{UUID}", "tenant_id": "{uuid.uuid4()}"}}',
+    f'idempotency_key = "{UUID}"',
+    SSH_RSA,
+    SSH_ED,
+    PUBLIC_PEM,
+    CERT,
+    "OPENAI_API_KEY=sk-" + "x" * 48,
+    'api_key: "<your-key>"',
+    "password: changeme",
+    "token: REDACTED",
+    'password: "***"',
+    'api_key = "your_api_key_here"',
+    'secret = "example"',
+    'password = "dummy"',
+    "password: test",
+    "aws_access_key_id = AK" + "IA" + "X" * 16,
+    "GITHUB_TOKEN=gh" + "p_" + "x" * 36,
+    'password: "${DB_PASSWORD}"',
+    "secret=${SECRET}",
+    "password: $PASSWORD",
+    "token = process.env.GITHUB_TOKEN",
+    'api_key = os.environ["OPENAI_API_KEY"]',
+    "password=get_password()",
+    "DB_PASSWORD: ${{ secrets.DB_PASSWORD }}",
+    "password = settings.DB_PASSWORD",
+    "administrator_login_password = var.db_password",
+    "api_key = None",
+    "def check_password(password: str) -> bool:",
+    "password_hash = bcrypt.hashpw(password.encode(), bcrypt.gensalt())",
+    "max_tokens = 4096",
+    'tokenizer = AutoTokenizer.from_pretrained("bert-base-uncased")',
+    "private_key_path = /home/deploy/.ssh/id_ed25519",
+    r"C:\Users\deploy\.aws\credentials",
+    "https://example.com/docs/getting-started?page=2&lang=en",
+    "git@github.com:openclaw/reef.git",
+    f"data: {b64(b'Hello, world! This is only ordinary text, nothing secret.')}",
+    'version = "1.2.3-beta.4+build.5"',
+    "Python 3.11.7 (main, May  9 2026, 07:35:25) [GCC 12.2.0]",
+    "curl -u $USER:$PASS https://api.example.org",
+    'curl --user "username:password" https://api.example.org',
+    "postgres://user:password@localhost:5432/app",
+    "postgres://localhost:5432/app",
+    "The password must be at least 12 characters long.",
+    "The password is incorrect, please try again.",
+    "The token is expired; log in again.",
+    "This key is used for signing releases.",
+    "Rotate the API key and the client secret every 90 days.",
+]
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_ordinary_engineering_text_is_not_flagged(text: str) -> None:
+    assert scan(text) == [], [(f.kind, text[f.start : f.end]) for f in scan(text)]
+
+
+def _clean_corpus(size: int) -> str:
+    code = [
+        "def handler(event: dict[str, Any], context: Context) -> Response:",
+        "    token = tokenizer.encode(text)[:max_tokens]",
+        "    cache_key = f'user:{user_id}:profile'",
+        "    key = sorted(items, key=lambda kv: kv[1])",
+        "    password_field = form.fields['password']",
+        "    secret_name = os.environ.get('SECRET_NAME', 'app/db')",
+        "    return Response(status=200, body=json.dumps(result))",
+        "for key, value in headers.items():",
+        "    if key.lower() == 'authorization':",
+        "        auth = value.split()[0]",
+        "class TokenBucket:",
+        "    def refill(self, tokens: int) -> None: ...",
+    ]
+    prose = [
+        "The gateway checks every request before it leaves the cluster.",
+        "Please rotate the credentials and update the key vault references.",
+        "Set the password policy to require twelve characters and a symbol.",
+        "See the design notes; the token budget is 8k per turn.",
+    ]
+    rows: list[str] = []
+    i = 0
+    while sum(map(len, rows)) < size:
+        sha = hashlib.sha1(str(i).encode()).hexdigest()
+        digest = hashlib.sha256(str(i).encode()).hexdigest()
+        rid = uuid.UUID(int=_RNG.getrandbits(128))
+        rows.append(code[i % len(code)])
+        rows.append(f"2024-05-01T12:{i % 60:02d}:33Z INFO request_id={rid} path=/v1/items/{i}")
+        rows.append(f"[build] commit {sha} image sha256:{digest} in {i % 90}s")
+        rows.append(f'DEBUG cache miss key="session:{rid}" ttl=3600')
+        rows.append(prose[i % len(prose)])
+        i += 1
+    return "\n".join(rows)[:size]
+
+
+def test_one_megabyte_of_clean_text_returns_nothing() -> None:
+    text = _clean_corpus(1_000_000)
+    assert len(text) == 1_000_000
+    started = time.perf_counter()
+    assert scan(text) == []
+    # Informational only (pytest -s); speed is measured outside the test suite.
+    elapsed = time.perf_counter() - started
+    print(f"\n1 MB of keyword-dense clean text: {1 / elapsed:.0f} MB/s (informational)")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 200_000,
+        "=" * 100_000,
+        ":" * 100_000,
+        "-" * 100_000,
+        "_" * 100_000,
+        "." * 100_000,
+        "~" * 100_000,
+        "key=" * 25_000,
+        "password: " * 20_000,
+        "eyJ" * 50_000,
+        "-----BEGIN RSA PRIVATE KEY-----\n" * 5_000,
+        "curl -u a:b " * 10_000,
+        "http://a:b@" * 10_000,
+        "AKIA" * 50_000,
+        'password="' + "a" * 200_000,
+        "\\" * 100_000,
+        "\ud800" * 1_000 + "sk-" * 1_000,
+    ],
+    ids=lambda t: repr(t[:12]),
+)
+def test_pathological_input_completes(text: str) -> None:
+    findings = scan(text)
+    assert all(f.kind in KINDS for f in findings)
+
+
+def test_short_and_empty_text() -> None:
+    assert scan("") == []
+    assert scan("short") == []
