@@ -1,0 +1,116 @@
+"""The aiohttp application: shared resources in cleanup_ctx, routes, health."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import aiohttp
+from aiohttp import web
+
+from gateway.config.loader import LoadedConfig
+from gateway.guard.pipeline import Guard
+from gateway.observe.audit import AuditLog
+from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
+from gateway.proxy.reverse import ReverseProxy
+
+CONFIG = web.AppKey("config", LoadedConfig)
+GUARD = web.AppKey("guard", Guard)
+SESSION = web.AppKey("session", aiohttp.ClientSession)
+AUDIT = web.AppKey("audit", AuditLog)
+PROXY = web.AppKey("proxy", ReverseProxy)
+METRICS = web.AppKey("metrics", Metrics)
+
+
+def _new_session(config: LoadedConfig) -> aiohttp.ClientSession:
+    connector = aiohttp.TCPConnector(
+        limit=config.gateway.limits.upstream_connections,
+        ttl_dns_cache=300,
+        enable_cleanup_closed=True,
+    )
+    return aiohttp.ClientSession(
+        connector=connector,
+        # Bodies are relayed byte for byte, compressed or not, exactly as the
+        # client asked for them; the client decompresses.
+        auto_decompress=False,
+        # Never add headers the client did not send (a gzip Accept-Encoding
+        # would hand a client compressed bytes it did not ask for).
+        skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
+        timeout=aiohttp.ClientTimeout(total=None),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+
+async def _resources(app: web.Application) -> AsyncIterator[None]:
+    config = app[CONFIG]
+    audit = AuditLog(config.gateway.audit.path, fsync=config.gateway.audit.fsync)
+    audit.open()
+    session = _new_session(config)
+    app[GUARD].bind(session)
+    app[AUDIT] = audit
+    app[SESSION] = session
+    proxy = ReverseProxy(config, app[GUARD], audit, session, app[METRICS])
+    app[PROXY] = proxy
+    try:
+        yield
+    finally:
+        await session.close()
+        audit.close()
+
+
+async def _healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def _readyz(request: web.Request) -> web.Response:
+    app = request.app
+    session = app.get(SESSION)
+    ready = PROXY in app and session is not None and not session.closed
+    body: dict[str, object] = {
+        "status": "ready" if ready else "starting",
+        "config": app[CONFIG].source,
+    }
+    audit = app.get(AUDIT)
+    if audit is not None and audit.failed is not None:
+        ready = False
+        body["status"] = "audit_failed"
+    return web.json_response(body, status=200 if ready else 503)
+
+
+class _Synced:
+    """Guard counters are plain ints on the hot path; they reach Prometheus on scrape."""
+
+    bytes_scanned = 0
+    classifier_calls = 0
+
+
+async def _metrics(request: web.Request) -> web.Response:
+    app = request.app
+    guard, metrics = app[GUARD], app[METRICS]
+    synced = app[SYNCED]
+    metrics.bytes_scanned.inc(guard.bytes_scanned - synced.bytes_scanned)
+    metrics.classifier_calls.inc(guard.classifier_calls - synced.classifier_calls)
+    synced.bytes_scanned, synced.classifier_calls = guard.bytes_scanned, guard.classifier_calls
+    resp = web.Response(body=metrics.render())
+    resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
+    return resp
+
+
+SYNCED = web.AppKey("metrics_synced", _Synced)
+
+
+async def _proxy(request: web.Request) -> web.StreamResponse:
+    return await request.app[PROXY].handle(request)
+
+
+def make_app(config: LoadedConfig) -> web.Application:
+    app = web.Application(client_max_size=config.gateway.limits.max_body_bytes)
+    app[CONFIG] = config
+    app[GUARD] = Guard(config.gateway, config.teams, config.env)
+    app[METRICS] = Metrics()
+    app[SYNCED] = _Synced()
+    app.cleanup_ctx.append(_resources)
+    app.router.add_get("/healthz", _healthz)
+    app.router.add_get("/readyz", _readyz)
+    app.router.add_get("/metrics", _metrics)
+    app.router.add_route("*", "/{tail:.*}", _proxy)
+    return app

@@ -1,0 +1,38 @@
+"""The outcome of checking one request: what to do, why, and what was found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Action = Literal["allow", "review", "deny"]
+
+_SEVERITY: dict[str, int] = {"allow": 0, "review": 1, "deny": 2}
+
+
+def severity(action: Action) -> int:
+    return _SEVERITY[action]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A detector hit as it may be shown: kind, fingerprint and location only."""
+
+    kind: str
+    fingerprint: str
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    category: str
+    reason: str
+    evidence: tuple[Evidence, ...] = ()
+
+    @property
+    def kinds(self) -> list[str]:
+        return sorted({e.kind for e in self.evidence})
+
+
+ALLOW = Decision("allow", "none", "no finding")

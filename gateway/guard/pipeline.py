@@ -1,0 +1,372 @@
+"""The guard pipeline: from a request's segments to one decision.
+
+1. The deterministic floor (secrets) runs on every segment; its deny is final
+   and nothing below can lift it.
+2. Untrusted segments (tool results, and per team documents and model output)
+   get the inbound check: the embedded injection detector, plus the LLM
+   classifier when one is configured.
+3. With a classifier configured, every segment also gets the outbound check.
+
+A request's decision is the most severe of its segments'. Verdicts are cached
+per segment, keyed by sha256(canonical{direction, text, policyVersion, model}),
+because agents resend the whole conversation every turn and only what is new
+needs a fresh look; identical segments in flight share one classification.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from json.encoder import encode_basestring as _encode_str
+
+import aiohttp
+from cachetools import TTLCache
+
+from gateway.canonical import digest
+from gateway.config.models import Classifier as ClassifierSettings
+from gateway.config.models import GatewayConfig, Inbound, Rules, Team
+from gateway.guard.classifiers.client import Classifier
+from gateway.guard.classifiers.providers import (
+    AnthropicMessages,
+    OpenAICompatibleChat,
+    OpenAIResponses,
+    Provider,
+)
+from gateway.guard.decision import ALLOW, Decision, Evidence, severity
+from gateway.guard.detectors import injection, secrets
+from gateway.guard.findings import Finding, fingerprint
+from gateway.guard.verdict import (
+    GUARD_FAILURE,
+    Direction,
+    GuardRequest,
+    Verdict,
+    effective_policy_version,
+)
+from gateway.wire.base import Segment, Trust
+
+# Below this size a detector pass is cheaper than hashing the text for a cache key.
+_CACHE_MIN_CHARS = 64
+
+# The identity of the embedded injection detector in cache keys and verdicts.
+HEURISTIC_MODEL = "reefgate-heuristics-1"
+
+# A path component that could itself carry data (an object key chosen by the
+# client) is not echoed back; identifiers and indexes are.
+_SAFE_PATH = re.compile(r"^[\w.\[\]\- ():,]{0,200}$")
+
+_DOCUMENT_PATH = re.compile(r"document|input_file|\.file\b|search_result")
+
+
+def segment_key(direction: str, text: str, policy_version: str, model: str) -> str:
+    """sha256(canonical{direction, text, policyVersion, model}), built directly.
+
+    The general canonical encoder walks the value first; for this fixed shape
+    the sorted-key form is known, and the C string encoder writes strings
+    exactly as the canonical form does except for lone surrogates, which fail
+    the UTF-8 encode and take the exact path.
+    """
+    try:
+        data = (
+            '{"direction":'
+            + _encode_str(direction)
+            + ',"model":'
+            + _encode_str(model)
+            + ',"policyVersion":'
+            + _encode_str(policy_version)
+            + ',"text":'
+            + _encode_str(text)
+            + "}"
+        ).encode("utf-8")
+    except UnicodeEncodeError:
+        return digest(
+            {"direction": direction, "text": text, "policyVersion": policy_version, "model": model}
+        )
+    return hashlib.sha256(data).hexdigest()
+
+
+def _safe_where(segment: Segment) -> str:
+    where = segment.where()
+    if not _SAFE_PATH.match(where) or secrets.scan(where):
+        return f"role {segment.role}" + (
+            f", message {segment.index}" if segment.index is not None else ""
+        )
+    return where
+
+
+@dataclass(frozen=True, slots=True)
+class TeamPolicy:
+    name: str
+    policy_version: str
+    rules: Rules
+    inbound: Inbound
+    classifier: Classifier | None
+
+
+def build_provider(settings: ClassifierSettings, env: Mapping[str, str]) -> Provider | None:
+    if settings.provider == "none":
+        return None
+    assert settings.pinned_model is not None  # the config model guarantees it
+    key = env.get(settings.api_key_env, "") if settings.api_key_env else ""
+    base = settings.resolved_base_url()
+    if settings.provider == "openai":
+        return OpenAIResponses(base, settings.pinned_model, key)
+    if settings.provider == "anthropic":
+        return AnthropicMessages(base, settings.pinned_model, key)
+    return OpenAICompatibleChat(base, settings.pinned_model, key)
+
+
+class Guard:
+    def __init__(
+        self, gateway: GatewayConfig, teams: Mapping[str, Team], env: Mapping[str, str]
+    ) -> None:
+        self._gateway = gateway
+        self._teams = dict(teams)
+        self._env = dict(env)
+        cache = gateway.guard.cache
+        self._floor_cache: TTLCache[bytes, tuple[Finding, ...]] | None = (
+            TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
+        )
+        self._verdicts: TTLCache[str, Verdict] | None = (
+            TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
+        )
+        self._heuristics: TTLCache[str, injection.InjectionAssessment] | None = (
+            TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
+        )
+        self._in_flight: dict[str, asyncio.Future[Verdict]] = {}
+        self._policies: dict[str, TeamPolicy] = {}
+        self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self.bind(None)
+        # Counters the benchmarks read: detector input and classifier calls.
+        self.bytes_scanned = 0
+        self.classifier_calls = 0
+
+    def bind(self, session: aiohttp.ClientSession | None) -> None:
+        """Build the per-team policies; classifiers need the shared session."""
+        base = self._gateway.guard
+        classifiers: dict[ClassifierSettings, Classifier | None] = {}
+        for name, team in {**self._teams, "": Team(default=True)}.items():
+            settings = (
+                team.guard.classifier if team.guard.classifier is not None else base.classifier
+            )
+            if settings not in classifiers:
+                provider = build_provider(settings, self._env)
+                classifiers[settings] = (
+                    Classifier(provider, session, settings.timeout_ms)
+                    if provider is not None and session is not None
+                    else None
+                )
+                if classifiers[settings] is not None:
+                    self._semaphores[id(classifiers[settings])] = asyncio.Semaphore(
+                        settings.max_concurrency
+                    )
+            rules = team.rules
+            self._policies[name] = TeamPolicy(
+                name=name,
+                policy_version=effective_policy_version(
+                    base.policy_version, rules.outbound, rules.inbound
+                ),
+                rules=rules,
+                inbound=team.inbound,
+                classifier=classifiers[settings],
+            )
+
+    def policy(self, team: str) -> TeamPolicy:
+        return self._policies.get(team) or self._policies[""]
+
+    # -- the floor --
+
+    def _floor(self, text: str) -> tuple[Finding, ...]:
+        cache = self._floor_cache
+        if cache is None or len(text) < _CACHE_MIN_CHARS:
+            self.bytes_scanned += len(text)
+            return tuple(secrets.scan(text))
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        self.bytes_scanned += len(text)
+        found = tuple(secrets.scan(text))
+        cache[key] = found
+        return found
+
+    def floor(self, segments: Sequence[Segment]) -> Decision:
+        evidence: list[Evidence] = []
+        for segment in segments:
+            found = self._floor(segment.text)
+            if found:
+                where = _safe_where(segment)
+                evidence.extend(Evidence(f.kind, f.fingerprint, where) for f in found)
+        if not evidence:
+            return ALLOW
+        kinds = sorted({e.kind for e in evidence})
+        reason = f"{', '.join(kinds)} found in {evidence[0].where}"
+        if len(evidence) > 1:
+            reason += f" and {len(evidence) - 1} more place(s)"
+        return Decision("deny", "secret", reason, tuple(evidence))
+
+    # -- verdicts, cached and shared in flight --
+
+    async def _cached(self, key: str, produce: Callable[[], Awaitable[Verdict]]) -> Verdict:
+        cache = self._verdicts
+        if cache is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                return hit
+        pending = self._in_flight.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[Verdict] = asyncio.get_running_loop().create_future()
+        self._in_flight[key] = future
+        try:
+            verdict = await produce()
+        except BaseException as exc:
+            future.set_exception(exc)
+            # Nobody else may be waiting; mark it retrieved so asyncio does not warn.
+            future.exception()
+            raise
+        finally:
+            self._in_flight.pop(key, None)
+        future.set_result(verdict)
+        # Failures are transient by nature: the next request asks again.
+        if cache is not None and verdict.category != GUARD_FAILURE:
+            cache[key] = verdict
+        return verdict
+
+    def _heuristic(self, text: str, policy_version: str) -> tuple[Verdict, tuple[str, ...]]:
+        """The embedded injection detector; synchronous, so no in-flight sharing is needed."""
+        cache = self._heuristics
+        key = ""
+        found = None
+        if cache is not None and len(text) >= _CACHE_MIN_CHARS:
+            key = segment_key("inbound", text, policy_version, HEURISTIC_MODEL)
+            found = cache.get(key)
+        if found is None:
+            self.bytes_scanned += len(text)
+            found = injection.assess(text)
+            if key and cache is not None:
+                cache[key] = found
+        verdict = Verdict(
+            found.decision, found.category, found.reason, HEURISTIC_MODEL, policy_version
+        )
+        return verdict, found.signals
+
+    async def _classify(
+        self, policy: TeamPolicy, direction: Direction, text: str, source: str, destination: str
+    ) -> Verdict:
+        classifier = policy.classifier
+        assert classifier is not None
+        key = segment_key(direction, text, policy.policy_version, classifier.pinned_model)
+        rules = policy.rules.outbound if direction == "outbound" else policy.rules.inbound
+        request = GuardRequest(direction, source, destination, text, policy.policy_version)
+        semaphore = self._semaphores[id(classifier)]
+
+        async def produce() -> Verdict:
+            async with semaphore:
+                self.classifier_calls += 1
+                return await classifier.classify(request, rules)
+
+        return await self._cached(key, produce)
+
+    def _is_untrusted(self, segment: Segment, inbound: Inbound) -> bool:
+        if segment.trust is Trust.UNTRUSTED:
+            return True
+        if inbound.model_output and segment.role == "assistant":
+            return True
+        return inbound.documents and bool(_DOCUMENT_PATH.search(segment.path))
+
+    async def check_text(
+        self, text: str, direction: Direction, policy: TeamPolicy, source: str, destination: str
+    ) -> Decision:
+        """One text in one direction, as `reefgate check` and the peer path use it."""
+        segment = Segment(
+            "text", "peer", text, Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
+        )
+        floor = self.floor([segment])
+        if floor.action == "deny":
+            return floor
+        jobs: list[Awaitable[tuple[Verdict, tuple[str, ...]]]] = []
+        if direction == "inbound":
+            jobs.append(_ready(self._heuristic(text, policy.policy_version)))
+        if policy.classifier is not None:
+            jobs.append(_no_signals(self._classify(policy, direction, text, source, destination)))
+        results = await asyncio.gather(*jobs)
+        return _combine([(segment, direction, verdict, signals) for verdict, signals in results])
+
+    async def check(
+        self, segments: Sequence[Segment], policy: TeamPolicy, source: str, destination: str
+    ) -> Decision:
+        floor = self.floor(segments)
+        if floor.action == "deny":
+            return floor
+        jobs: list[tuple[Segment, str, Awaitable[tuple[Verdict, tuple[str, ...]]]]] = []
+        for segment in segments:
+            # The request path gets the floor only: it is routing, not content.
+            if not segment.text or segment.role == "path":
+                continue
+            if self._is_untrusted(segment, policy.inbound):
+                jobs.append(
+                    (
+                        segment,
+                        "inbound",
+                        _ready(self._heuristic(segment.text, policy.policy_version)),
+                    )
+                )
+                if policy.classifier is not None:
+                    jobs.append(
+                        (
+                            segment,
+                            "inbound",
+                            _no_signals(
+                                self._classify(policy, "inbound", segment.text, source, destination)
+                            ),
+                        )
+                    )
+            if policy.classifier is not None:
+                jobs.append(
+                    (
+                        segment,
+                        "outbound",
+                        _no_signals(
+                            self._classify(policy, "outbound", segment.text, source, destination)
+                        ),
+                    )
+                )
+        if not jobs:
+            return ALLOW
+        results = await asyncio.gather(*(job for _, _, job in jobs))
+        return _combine(
+            [
+                (seg, direction, verdict, signals)
+                for (seg, direction, _), (verdict, signals) in zip(jobs, results, strict=True)
+            ]
+        )
+
+
+async def _ready(result: tuple[Verdict, tuple[str, ...]]) -> tuple[Verdict, tuple[str, ...]]:
+    return result
+
+
+async def _no_signals(pending: Awaitable[Verdict]) -> tuple[Verdict, tuple[str, ...]]:
+    return await pending, ()
+
+
+def _combine(results: list[tuple[Segment, str, Verdict, tuple[str, ...]]]) -> Decision:
+    worst: tuple[Segment, str, Verdict] | None = None
+    evidence: list[Evidence] = []
+    for segment, direction, verdict, signals in results:
+        if verdict.decision == "allow":
+            continue
+        where = _safe_where(segment)
+        kinds = signals or (verdict.category,)
+        fp = fingerprint(segment.text)
+        evidence.extend(Evidence(f"{direction}:{kind}", fp, where) for kind in kinds)
+        if worst is None or severity(verdict.decision) > severity(worst[2].decision):
+            worst = (segment, direction, verdict)
+    if worst is None:
+        return ALLOW
+    segment, direction, verdict = worst
+    reason = f"{direction} check: {verdict.reason} ({_safe_where(segment)})"
+    return Decision(verdict.decision, verdict.category, reason, tuple(evidence))

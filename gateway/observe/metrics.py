@@ -1,0 +1,38 @@
+"""Prometheus metrics, one registry per application so tests and apps stay independent."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "reefgate_requests",
+            "Requests handled, by upstream, decision and category.",
+            ["upstream", "decision", "category"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "reefgate_guard_seconds",
+            "Time from request received to verdict, before any upstream call.",
+            buckets=(0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5, 15),
+            registry=self.registry,
+        )
+        self.bytes_scanned = Counter(
+            "reefgate_bytes_scanned",
+            "Characters of text run through the deterministic detectors.",
+            registry=self.registry,
+        )
+        self.classifier_calls = Counter(
+            "reefgate_classifier_calls",
+            "Calls made to the LLM classifier (cache misses).",
+            registry=self.registry,
+        )
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from gateway.app import make_app
+from gateway.config.loader import LoadedConfig
+from gateway.config.models import Audit, GatewayConfig, Team, Upstream
+from tests.fakes import FakeUpstream
+
+AiohttpServer = Callable[..., Any]
+
+
+@dataclass
+class Stack:
+    gateway: TestServer
+    upstream: FakeUpstream
+    audit_path: Path
+
+    @property
+    def url(self) -> str:
+        return str(self.gateway.make_url("")).rstrip("/")
+
+
+def build_config(
+    upstream_url: str,
+    audit_path: Path,
+    *,
+    teams: Mapping[str, Team] | None = None,
+    env: Mapping[str, str] | None = None,
+    upstream_options: Mapping[str, Any] | None = None,
+    **gateway: Any,
+) -> LoadedConfig:
+    opts = dict(upstream_options or {})
+    upstreams = gateway.pop(
+        "upstreams",
+        {
+            "openai": Upstream(base_url=upstream_url, **opts),
+            "anthropic": Upstream(base_url=upstream_url, flavor="anthropic", **opts),
+        },
+    )
+    return LoadedConfig(
+        gateway=GatewayConfig(upstreams=upstreams, audit=Audit(path=audit_path), **gateway),
+        teams=dict(teams) if teams is not None else {"default": Team(default=True)},
+        source="tests",
+        env=dict(env or {}),
+    )
+
+
+StackFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_stack(aiohttp_server: AiohttpServer, tmp_path: Path) -> StackFactory:
+    async def factory(fake: FakeUpstream | None = None, **kwargs: Any) -> Stack:
+        fake = fake or FakeUpstream()
+        upstream_server = await aiohttp_server(fake.app())
+        audit_path = tmp_path / "audit.jsonl"
+        config = build_config(str(upstream_server.make_url("")).rstrip("/"), audit_path, **kwargs)
+        app: web.Application = make_app(config)
+        # TestServer already cancels handlers on disconnect; bodies stay as sent.
+        server = await aiohttp_server(app, auto_decompress=False)
+        return Stack(server, fake, audit_path)
+
+    return factory
+
+
+@pytest.fixture
+async def stack(make_stack: StackFactory) -> Stack:
+    result: Stack = await make_stack()
+    return result

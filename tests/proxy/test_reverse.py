@@ -1,0 +1,340 @@
+"""Raw HTTP through the reverse proxy: routing, bad input, teams, upstream failures."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+import socket
+
+import aiohttp
+import pytest
+from yarl import URL
+
+from gateway.config.models import Credential, Match, Team, Upstream
+from tests.conftest import Stack, StackFactory
+from tests.fakes import FakeUpstream
+
+SECRET = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+CHAT = "/openai/v1/chat/completions"
+
+
+def _chat(text: str) -> dict[str, object]:
+    return {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}
+
+
+async def _post(
+    stack: Stack, path: str, data: bytes, **headers: str
+) -> tuple[int, dict[str, str], bytes]:
+    hdrs = {"Content-Type": "application/json", **headers}
+    skip = ("Accept-Encoding", "User-Agent")
+    async with (
+        aiohttp.ClientSession(skip_auto_headers=skip) as s,
+        s.post(stack.url + path, data=data, headers=hdrs) as r,
+    ):
+        return r.status, dict(r.headers), await r.read()
+
+
+async def _alive(stack: Stack) -> None:
+    status, _, _ = await _post(stack, CHAT, json.dumps(_chat("still there?")).encode())
+    assert status == 200
+
+
+async def test_path_query_method_preserved(stack: Stack) -> None:
+    url = URL(stack.url + "/openai/v1/models?limit=2&after=x%2Fy", encoded=True)
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
+        assert r.status == 200
+        assert r.headers["x-reefgate-decision"] == "allow"
+    [got] = stack.upstream.received
+    assert (got.method, got.path, got.query) == ("GET", "/v1/models", "limit=2&after=x%2Fy")
+
+
+@pytest.mark.parametrize(
+    ("data", "content_type", "status", "code"),
+    [
+        (b'{"model": "x", "messages": [', "application/json", 400, "invalid_json"),
+        (b'{"model": "x", "messages": "nope"}', "application/json", 400, "invalid_payload"),
+        (b'{"model": "x", "model": "y", "messages": []}', "application/json", 400, "invalid_json"),
+        (
+            b'{"messages": [{"role": "user", "content": "\xff\xfe"}]}',
+            "application/json",
+            400,
+            "invalid_utf8",
+        ),
+        (b"[" * 100_000 + b"]" * 100_000, "application/json", 400, "invalid_json"),
+        (
+            json.dumps({"model": "x", "messages": [{"role": "user", "content": "hi"}]}).encode(),
+            "text/plain",
+            415,
+            "unsupported_media_type",
+        ),
+    ],
+    ids=["invalid-json", "bad-shape", "duplicate-key", "invalid-utf8", "deep-nesting", "wrong-content-type"],
+)
+async def test_bad_input(
+    stack: Stack, data: bytes, content_type: str, status: int, code: str
+) -> None:
+    got_status, _, body = await _post(stack, CHAT, data, **{"Content-Type": content_type})
+    assert got_status == status
+    err = json.loads(body)["error"]
+    assert err["code"] == code
+    assert err["message"]
+    assert stack.upstream.received == []
+    await _alive(stack)
+
+
+async def test_deeply_nested_but_parseable_is_refused(stack: Stack) -> None:
+    nested: object = "x"
+    for _ in range(200):
+        nested = {"a": nested}
+    status, _, body = await _post(
+        stack,
+        CHAT,
+        json.dumps({"model": "x", "messages": [{"role": "user", "content": [nested]}]}).encode(),
+    )
+    assert status == 400
+    assert json.loads(body)["error"]["code"] in ("invalid_payload", "invalid_json")
+
+
+async def test_huge_body_413(make_stack: StackFactory) -> None:
+    from gateway.config.models import Limits
+
+    stack: Stack = await make_stack(limits=Limits(max_body_bytes=64 * 1024))
+    big = json.dumps(_chat("a" * 200_000)).encode()
+    status, _, body = await _post(stack, CHAT, big)
+    assert status == 413
+    assert json.loads(body)["error"]["code"] == "request_too_large"
+    assert stack.upstream.received == []
+    await _alive(stack)
+
+
+async def test_gzip_body_inspected_and_forwarded_as_sent(stack: Stack) -> None:
+    clean = gzip.compress(json.dumps(_chat("hello")).encode())
+    status, _, _ = await _post(stack, CHAT, clean, **{"Content-Encoding": "gzip"})
+    assert status == 200
+    assert stack.upstream.received[0].headers["content-encoding"] == "gzip"
+    dirty = gzip.compress(json.dumps(_chat(SECRET)).encode())
+    status, headers, _ = await _post(stack, CHAT, dirty, **{"Content-Encoding": "gzip"})
+    assert status == 403
+    assert headers["x-reefgate-category"] == "secret"
+    assert len(stack.upstream.received) == 1
+
+
+async def test_gzip_bomb_refused(make_stack: StackFactory) -> None:
+    from gateway.config.models import Limits
+
+    stack: Stack = await make_stack(limits=Limits(max_body_bytes=64 * 1024))
+    bomb = gzip.compress(b" " * 10_000_000)
+    status, _, _ = await _post(stack, CHAT, bomb, **{"Content-Encoding": "gzip"})
+    assert status == 413
+
+
+async def test_secret_in_query_denied(stack: Stack) -> None:
+    async with (
+        aiohttp.ClientSession() as s,
+        s.get(f"{stack.url}/openai/v1/models?token={SECRET}") as r,
+    ):
+        assert r.status == 403
+    assert stack.upstream.received == []
+    assert SECRET not in stack.audit_path.read_text()
+
+
+async def test_other_paths_scan_every_string(stack: Stack) -> None:
+    body = json.dumps(
+        {"model": "text-embedding-3-small", "input": ["fine", f"token {SECRET}"]}
+    ).encode()
+    status, _, _ = await _post(stack, "/openai/v1/embeddings", body)
+    assert status == 403
+    status, _, _ = await _post(
+        stack, "/openai/v1/embeddings", json.dumps({"input": "fine"}).encode()
+    )
+    assert status == 200
+
+
+async def test_unknown_upstream_404(stack: Stack) -> None:
+    status, _, body = await _post(stack, "/nope/v1/chat/completions", b"{}")
+    assert status == 404
+    assert json.loads(body)["error"]["code"] == "unknown_upstream"
+
+
+@pytest.mark.parametrize(
+    "path", ["/openai/v1/x/%2e%2e/chat/completions", "/openai/v1/x/../chat/completions"]
+)
+async def test_dot_segments_refused(stack: Stack, path: str) -> None:
+    # A raw request: client libraries would normalise the path before sending.
+    assert stack.gateway.port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", stack.gateway.port)
+    body = json.dumps(_chat("hi")).encode()
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    writer.write(head.encode() + body)
+    answer = await reader.read()
+    writer.close()
+    assert answer.startswith(b"HTTP/1.1 400 ")
+    assert b"invalid_path" in answer
+    assert stack.upstream.received == []
+
+
+async def test_anthropic_error_shape(stack: Stack) -> None:
+    status, _, body = await _post(stack, "/anthropic/v1/messages", b"{not json")
+    assert status == 400
+    parsed = json.loads(body)
+    assert parsed["type"] == "error"
+    assert parsed["error"]["type"] == "invalid_request_error"
+
+
+async def test_hop_by_hop_headers_not_forwarded(stack: Stack) -> None:
+    status, _, _ = await _post(
+        stack,
+        CHAT,
+        json.dumps(_chat("hi")).encode(),
+        Connection="keep-alive, x-private",
+        **{"x-private": "1", "x-reefgate-team": "a", "x-kept": "yes"},
+    )
+    assert status == 200
+    got = stack.upstream.received[0].headers
+    assert "x-private" not in got and "x-reefgate-team" not in got
+    assert got["x-kept"] == "yes"
+    assert "accept-encoding" not in got  # the gateway adds nothing the client did not send
+
+
+# -- teams and key custody --
+
+
+async def test_no_team_401(make_stack: StackFactory) -> None:
+    stack: Stack = await make_stack(
+        teams={"payments": Team(match=Match(keys_env=["PAY_KEY"]))}, env={"PAY_KEY": "rg-pay-123"}
+    )
+    status, _, body = await _post(
+        stack, CHAT, json.dumps(_chat("hi")).encode(), Authorization="Bearer other"
+    )
+    assert status == 401
+    assert json.loads(body)["error"]["type"] == "authentication_error"
+    status, _, _ = await _post(
+        stack, CHAT, json.dumps(_chat("hi")).encode(), Authorization="Bearer rg-pay-123"
+    )
+    assert status == 200
+    # The gateway key is never forwarded upstream.
+    assert "authorization" not in stack.upstream.received[0].headers
+
+
+async def test_key_custody_replaces_credentials(make_stack: StackFactory) -> None:
+    stack: Stack = await make_stack(
+        teams={
+            "payments": Team(
+                match=Match(keys_env=["PAY_KEY"]),
+                credentials={"anthropic": Credential(api_key_env="REAL_ANTHROPIC")},
+            ),
+            "default": Team(default=True, upstreams=["openai"]),
+        },
+        env={"PAY_KEY": "rg-pay-123", "REAL_ANTHROPIC": "real-provider-key"},
+    )
+    msg = json.dumps(
+        {"model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    ).encode()
+    status, _, _ = await _post(stack, "/anthropic/v1/messages", msg, **{"x-api-key": "rg-pay-123"})
+    assert status == 200
+    got = stack.upstream.received[0].headers
+    assert got["x-api-key"] == "real-provider-key"
+    assert "authorization" not in got
+    # The default team may not use anthropic at all.
+    status, headers, _ = await _post(
+        stack, "/anthropic/v1/messages", msg, **{"x-api-key": "someone-else"}
+    )
+    assert status == 403
+    assert headers["x-reefgate-category"] == "upstream_not_allowed"
+
+
+async def test_team_by_header_and_cidr(make_stack: StackFactory) -> None:
+    stack: Stack = await make_stack(
+        teams={
+            "blue": Team(match=Match(headers={"X-Team": "blue"})),
+            "local": Team(match=Match(source_cidrs=["127.0.0.0/8"])),
+        }
+    )
+    await _post(stack, CHAT, json.dumps(_chat("hi")).encode(), **{"X-Team": "blue"})
+    await _post(stack, CHAT, json.dumps(_chat("hi")).encode())
+    teams = [
+        json.loads(line)["event"]["payload"]["team"]
+        for line in stack.audit_path.read_text().splitlines()
+    ]
+    assert teams == ["blue", "local"]
+
+
+# -- upstream failures --
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+async def test_upstream_unreachable_502(make_stack: StackFactory) -> None:
+    dead = f"http://127.0.0.1:{_free_port()}"
+    stack: Stack = await make_stack(upstreams={"openai": Upstream(base_url=dead)})
+    status, _, body = await _post(stack, CHAT, json.dumps(_chat("hi")).encode())
+    assert status == 502
+    assert json.loads(body)["error"]["code"] == "upstream_unreachable"
+
+
+async def test_upstream_timeout_504(make_stack: StackFactory) -> None:
+    stack: Stack = await make_stack(
+        FakeUpstream(delay=2.0), upstream_options={"read_timeout_s": 0.2}
+    )
+    status, _, body = await _post(stack, CHAT, json.dumps(_chat("hi")).encode())
+    assert status == 504
+    assert json.loads(body)["error"]["code"] == "upstream_timeout"
+
+
+async def test_mid_stream_failure_gives_error_event(make_stack: StackFactory) -> None:
+    stack: Stack = await make_stack(FakeUpstream(die_after_events=2))
+    body = json.dumps({**_chat("hi"), "stream": True}).encode()
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(stack.url + CHAT, data=body, headers={"Content-Type": "application/json"}) as r,
+    ):
+        assert r.status == 200
+        text = (await asyncio.wait_for(r.read(), 5)).decode()
+    assert text.count("chat.completion.chunk") == 2
+    assert '"error"' in text
+
+
+async def test_client_disconnect_cancels_upstream(make_stack: StackFactory) -> None:
+    fake = FakeUpstream(delay=30.0)
+    stack: Stack = await make_stack(fake)
+    async with aiohttp.ClientSession() as s:
+        with pytest.raises(asyncio.TimeoutError):
+            async with s.post(
+                stack.url + CHAT,
+                data=json.dumps(_chat("hi")).encode(),
+                headers={"Content-Type": "application/json"},
+                timeout=aiohttp.ClientTimeout(total=0.3),
+            ) as r:
+                await r.read()
+    for _ in range(50):
+        if stack.audit_path.exists() and "client_closed" in stack.audit_path.read_text():
+            break
+        await asyncio.sleep(0.05)
+    assert "client_closed" in stack.audit_path.read_text()
+
+
+async def test_metrics_and_health(stack: Stack) -> None:
+    await _post(stack, CHAT, json.dumps(_chat(SECRET)).encode())
+    await _post(stack, CHAT, json.dumps(_chat("fine")).encode())
+    async with aiohttp.ClientSession() as s:
+        async with s.get(stack.url + "/metrics") as r:
+            text = await r.text()
+        async with s.get(stack.url + "/healthz") as r:
+            assert r.status == 200
+        async with s.get(stack.url + "/readyz") as r:
+            assert r.status == 200
+    assert (
+        'reefgate_requests_total{category="secret",decision="deny",upstream="openai"} 1.0' in text
+    )
+    assert 'reefgate_requests_total{category="none",decision="allow",upstream="openai"} 1.0' in text
+    scanned = [
+        line for line in text.splitlines() if line.startswith("reefgate_bytes_scanned_total")
+    ]
+    assert float(scanned[0].split()[-1]) > 0
