@@ -156,9 +156,7 @@ class ReverseProxy:
             model = payload.get("model") if isinstance(payload, dict) else None
             destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
             policy = self._guard.policy(match.name)
-            decision = await self._guard.check(
-                segments, policy, f"team:{match.name}", destination
-            )
+            decision = await self._guard.check(segments, policy, f"team:{match.name}", destination)
             self._metrics.latency.observe(time.perf_counter() - started)
             record["policy_version"] = policy.policy_version
             if decision.action != "allow":
@@ -320,7 +318,11 @@ class ReverseProxy:
             # The response is already decided; a broken audit must not turn into
             # a crashed handler. It is logged loudly and /readyz reports it.
             log.exception("audit write failed")
-        log.info(
+        # The audit already records every request; the access log line is for
+        # debugging and costs nothing when the level is above DEBUG.
+        if not log.isEnabledFor(logging.DEBUG):
+            return
+        log.debug(
             "%s /%s%s -> %s %s/%s %.1fms team=%s",
             record["method"],
             record["upstream"],

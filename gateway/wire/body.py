@@ -7,6 +7,7 @@ refused, never forwarded unscanned.
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from email.message import Message
 from email.parser import BytesParser
@@ -17,6 +18,10 @@ from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
 from gateway.wire import generic
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.routes import adapter_for
+
+# JSON may spell a lone UTF-16 surrogate as an escape; such text is not valid
+# Unicode, and detectors and models may read it differently, so it is refused.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _TEXT_TYPES = ("text/", "application/x-ndjson", "application/jsonl", "application/xml")
 
@@ -167,13 +172,25 @@ def request_segments(
                 payload = None
             if payload is not None:
                 segments.extend(_adapter_segments(path, payload))
+                _refuse_surrogates(segments)
                 return segments, payload
         segments.append(Segment("body", "unknown", text, Trust.TRUSTED, None))
     else:
         raise UnsupportedMedia(
             f"Content-Type {media!r} cannot be inspected; send application/json",
         )
+    _refuse_surrogates(segments)
     return segments, payload
+
+
+def _refuse_surrogates(segments: list[Segment]) -> None:
+    search = _SURROGATE.search
+    for segment in segments:
+        if search(segment.text):
+            raise BadRequest(
+                f"lone UTF-16 surrogate escape in {segment.path}; text must be valid Unicode",
+                code="invalid_utf8",
+            )
 
 
 def require_json(path: str, content_type: str | None) -> None:

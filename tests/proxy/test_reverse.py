@@ -61,6 +61,12 @@ async def test_path_query_method_preserved(stack: Stack) -> None:
             400,
             "invalid_utf8",
         ),
+        (
+            b'{"messages": [{"role": "user", "content": "a\\ud800b"}]}',
+            "application/json",
+            400,
+            "invalid_utf8",
+        ),
         (b"[" * 100_000 + b"]" * 100_000, "application/json", 400, "invalid_json"),
         (
             json.dumps({"model": "x", "messages": [{"role": "user", "content": "hi"}]}).encode(),
@@ -69,7 +75,15 @@ async def test_path_query_method_preserved(stack: Stack) -> None:
             "unsupported_media_type",
         ),
     ],
-    ids=["invalid-json", "bad-shape", "duplicate-key", "invalid-utf8", "deep-nesting", "wrong-content-type"],
+    ids=[
+        "invalid-json",
+        "bad-shape",
+        "duplicate-key",
+        "invalid-utf8",
+        "lone-surrogate",
+        "deep-nesting",
+        "wrong-content-type",
+    ],
 )
 async def test_bad_input(
     stack: Stack, data: bytes, content_type: str, status: int, code: str
