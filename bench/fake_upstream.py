@@ -1,0 +1,161 @@
+"""A fake OpenAI chat-completions upstream for the benchmarks, on uvloop.
+
+    python -m bench.fake_upstream [--port 0] [--hold-s SECONDS]
+
+Answers every `POST .../chat/completions` with the same small completion, or,
+for `"stream": true`, with an SSE stream of 20 events written one by one.
+With `--hold-s` a stream stops after its first event and is held open that
+long (or until the client goes away), for the memory benchmark. It prints
+`fake-upstream listening on http://127.0.0.1:PORT` once ready.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import signal
+
+from aiohttp import web
+
+from bench._common import run_async
+
+MODEL = "gpt-4o-mini-2024-07-18"
+_CREATED = 1_716_000_000
+
+COMPLETION = json.dumps(
+    {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion",
+        "created": _CREATED,
+        "model": MODEL,
+        "choices": [
+            {
+                "index": 0,
+                "message": {
+                    "role": "assistant",
+                    "content": "I read the file and the failing test; the fix is a missing "
+                    "await on line 42. Shall I apply it?",
+                    "refusal": None,
+                },
+                "logprobs": None,
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 1100, "completion_tokens": 25, "total_tokens": 1125},
+    }
+).encode()
+
+_TOKENS = ["I", " read", " the", " file", " and", " the", " failing", " test", ";", " the",
+           " fix", " is", " a", " missing", " await", "."]  # fmt: skip
+
+
+def _chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+    event = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": _CREATED,
+        "model": MODEL,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+    }
+    return b"data: " + json.dumps(event).encode() + b"\n\n"
+
+
+EVENTS: list[bytes] = [
+    _chunk({"role": "assistant", "content": ""}),
+    *(_chunk({"content": t}) for t in _TOKENS),
+    _chunk({}, "stop"),
+    b"data: "
+    + json.dumps(
+        {
+            "id": "chatcmpl-bench",
+            "object": "chat.completion.chunk",
+            "created": _CREATED,
+            "model": MODEL,
+            "choices": [],
+            "usage": {"prompt_tokens": 1100, "completion_tokens": 16, "total_tokens": 1116},
+        }
+    ).encode()
+    + b"\n\n",
+    b"data: [DONE]\n\n",
+]
+
+# A byte search instead of a JSON parse keeps the fake cheap, so that it is
+# never what limits the throughput measured through a proxy.
+_STREAM = re.compile(rb'"stream"\s*:\s*true')
+
+
+class Upstream:
+    def __init__(self, hold_s: float) -> None:
+        self.hold_s = hold_s
+
+    async def chat(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        if not _STREAM.search(body):
+            return web.Response(body=COMPLETION, content_type="application/json")
+        resp = web.StreamResponse(
+            headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        )
+        await resp.prepare(request)
+        if self.hold_s > 0:
+            await resp.write(EVENTS[0])
+            # Cancelled when the client goes away (handler_cancellation below).
+            await asyncio.sleep(self.hold_s)
+            for event in EVENTS[1:]:
+                await resp.write(event)
+        else:
+            for event in EVENTS:
+                await resp.write(event)
+        await resp.write_eof()
+        return resp
+
+    async def models(self, request: web.Request) -> web.Response:
+        return web.json_response(
+            {"object": "list", "data": [{"id": MODEL, "object": "model", "owned_by": "bench"}]}
+        )
+
+    async def other(self, request: web.Request) -> web.Response:
+        await request.read()
+        return web.json_response(
+            {"error": {"message": f"no route {request.path}", "type": "invalid_request_error"}},
+            status=404,
+        )
+
+
+async def serve(port: int, hold_s: float, max_s: float) -> None:
+    upstream = Upstream(hold_s)
+    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app.router.add_post("/{prefix:.*}chat/completions", upstream.chat)
+    app.router.add_get("/{prefix:.*}models", upstream.models)
+    app.router.add_route("*", "/{tail:.*}", upstream.other)
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096, reuse_address=True)
+    await site.start()
+    bound = runner.addresses[0][1]
+    print(f"fake-upstream listening on http://127.0.0.1:{bound}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        # Bounded: an orphaned fake never outlives its benchmark by much.
+        await asyncio.wait_for(stop.wait(), timeout=max_s)
+    except TimeoutError:
+        pass
+    finally:
+        await runner.cleanup()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.fake_upstream")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--hold-s", type=float, default=0.0)
+    parser.add_argument("--max-s", type=float, default=3600.0, help="exit after this long")
+    args = parser.parse_args()
+    run_async(serve(args.port, args.hold_s, args.max_s))
+
+
+if __name__ == "__main__":
+    main()
