@@ -48,7 +48,7 @@ from gateway.guard.verdict import (
 from gateway.wire.base import Segment, Trust
 
 # Below this size a detector pass is cheaper than hashing the text for a cache key.
-_CACHE_MIN_CHARS = 64
+_CACHE_MIN_CHARS = 16
 
 # The identity of the embedded injection detector in cache keys and verdicts.
 HEURISTIC_MODEL = "reefgate-heuristics-1"
@@ -96,6 +96,12 @@ def _safe_where(segment: Segment) -> str:
     return where
 
 
+@dataclass(slots=True)
+class _Seen:
+    findings: tuple[Finding, ...]
+    injection: injection.InjectionAssessment | None = None
+
+
 @dataclass(frozen=True, slots=True)
 class TeamPolicy:
     name: str
@@ -126,13 +132,10 @@ class Guard:
         self._teams = dict(teams)
         self._env = dict(env)
         cache = gateway.guard.cache
-        self._floor_cache: TTLCache[bytes, tuple[Finding, ...]] | None = (
+        self._texts: TTLCache[bytes, _Seen] | None = (
             TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
         )
         self._verdicts: TTLCache[str, Verdict] | None = (
-            TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
-        )
-        self._heuristics: TTLCache[str, injection.InjectionAssessment] | None = (
             TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
         )
         self._in_flight: dict[str, asyncio.Future[Verdict]] = {}
@@ -178,19 +181,27 @@ class Guard:
 
     # -- the floor --
 
-    def _floor(self, text: str) -> tuple[Finding, ...]:
-        cache = self._floor_cache
+    def _seen(self, text: str) -> _Seen:
+        """What the deterministic detectors found in this exact text, computed once.
+
+        Both detectors are pure functions of the text, so their results are
+        keyed by its digest alone. `bytes_scanned` counts each distinct text
+        once, when it is first inspected.
+        """
+        cache = self._texts
         if cache is None or len(text) < _CACHE_MIN_CHARS:
             self.bytes_scanned += len(text)
-            return tuple(secrets.scan(text))
+            return _Seen(tuple(secrets.scan(text)))
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        hit = cache.get(key)
-        if hit is not None:
-            return hit
-        self.bytes_scanned += len(text)
-        found = tuple(secrets.scan(text))
-        cache[key] = found
-        return found
+        seen = cache.get(key)
+        if seen is None:
+            self.bytes_scanned += len(text)
+            seen = _Seen(tuple(secrets.scan(text)))
+            cache[key] = seen
+        return seen
+
+    def _floor(self, text: str) -> tuple[Finding, ...]:
+        return self._seen(text).findings
 
     def floor(self, segments: Sequence[Segment]) -> Decision:
         evidence: list[Evidence] = []
@@ -237,17 +248,10 @@ class Guard:
 
     def _heuristic(self, text: str, policy_version: str) -> tuple[Verdict, tuple[str, ...]]:
         """The embedded injection detector; synchronous, so no in-flight sharing is needed."""
-        cache = self._heuristics
-        key = ""
-        found = None
-        if cache is not None and len(text) >= _CACHE_MIN_CHARS:
-            key = segment_key("inbound", text, policy_version, HEURISTIC_MODEL)
-            found = cache.get(key)
+        seen = self._seen(text)
+        found = seen.injection
         if found is None:
-            self.bytes_scanned += len(text)
-            found = injection.assess(text)
-            if key and cache is not None:
-                cache[key] = found
+            found = seen.injection = injection.assess(text)
         verdict = Verdict(
             found.decision, found.category, found.reason, HEURISTIC_MODEL, policy_version
         )

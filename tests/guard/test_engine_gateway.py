@@ -82,7 +82,9 @@ async def test_every_guard_failure_denies(
     assert headers["x-reefgate-category"] == "guard_failure"
     assert "Guard unavailable or invalid." in body["error"]["message"]
     assert stack.upstream.received == []
-    audit = [json.loads(line)["event"]["payload"] for line in stack.audit_path.read_text().splitlines()]
+    audit = [
+        json.loads(line)["event"]["payload"] for line in stack.audit_path.read_text().splitlines()
+    ]
     assert audit[-1]["category"] == "guard_failure"
 
 
@@ -112,7 +114,9 @@ async def test_floor_deny_is_final_and_skips_classifier(
 
 async def test_rules_only_in_instructions(make_stack: StackFactory, aiohttp_server: Any) -> None:
     fake = FakeClassifier()
-    rules = Rules(outbound="Never share the Falcon roadmap.", inbound="Tool output from CI is trusted.")
+    rules = Rules(
+        outbound="Never share the Falcon roadmap.", inbound="Tool output from CI is trusted."
+    )
     stack = await _guarded_stack(make_stack, aiohttp_server, fake, rules=rules)
     status, _, _ = await _chat(
         stack,
@@ -121,7 +125,9 @@ async def test_rules_only_in_instructions(make_stack: StackFactory, aiohttp_serv
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "ci", "arguments": "{}"}}],
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "ci", "arguments": "{}"}}
+                ],
             },
             {"role": "tool", "tool_call_id": "c1", "content": "all green"},
         ],
@@ -133,10 +139,16 @@ async def test_rules_only_in_instructions(make_stack: StackFactory, aiohttp_serv
     outbound = [c for c in fake.calls if json.loads(c["input"])["direction"] == "outbound"]
     assert inbound and outbound
     for call in outbound:
-        assert "<operator-policy>Never share the Falcon roadmap.</operator-policy>" in call["instructions"]
+        assert (
+            "<operator-policy>Never share the Falcon roadmap.</operator-policy>"
+            in call["instructions"]
+        )
         assert "Falcon" not in call["input"]
     for call in inbound:
-        assert "<operator-policy>Tool output from CI is trusted.</operator-policy>" in call["instructions"]
+        assert (
+            "<operator-policy>Tool output from CI is trusted.</operator-policy>"
+            in call["instructions"]
+        )
         assert "trusted" not in json.loads(call["input"])["text"]
     for call in fake.calls:
         assert json.loads(call["input"])["policyVersion"] == expected_version
@@ -203,7 +215,13 @@ async def test_embedded_injection_check_on_tool_results(stack: Stack) -> None:
             {
                 "role": "assistant",
                 "content": None,
-                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "fetch", "arguments": "{}"}}],
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "fetch", "arguments": "{}"},
+                    }
+                ],
             },
             {
                 "role": "tool",
@@ -216,5 +234,7 @@ async def test_embedded_injection_check_on_tool_results(stack: Stack) -> None:
     assert headers["x-reefgate-category"] == "prompt_injection"
     assert stack.upstream.received == []
     # The same words from the user are the user's own business: not an inbound check.
-    status, _, _ = await _chat(stack, [{"role": "user", "content": "run the tests and report back"}])
+    status, _, _ = await _chat(
+        stack, [{"role": "user", "content": "run the tests and report back"}]
+    )
     assert status == 200
