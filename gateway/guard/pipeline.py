@@ -28,6 +28,8 @@ from cachetools import TTLCache
 from gateway.canonical import digest
 from gateway.config.models import Classifier as ClassifierSettings
 from gateway.config.models import GatewayConfig, Inbound, Rules, Team
+from gateway.guard.cache import TextCache
+from gateway.guard.cache import now as monotonic
 from gateway.guard.classifiers.client import Classifier
 from gateway.guard.classifiers.providers import (
     AnthropicMessages,
@@ -132,8 +134,8 @@ class Guard:
         self._teams = dict(teams)
         self._env = dict(env)
         cache = gateway.guard.cache
-        self._texts: TTLCache[bytes, _Seen] | None = (
-            TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
+        self._texts: TextCache[bytes, _Seen] | None = (
+            TextCache(cache.size, cache.ttl_s) if cache.size else None
         )
         self._verdicts: TTLCache[str, Verdict] | None = (
             TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
@@ -181,7 +183,7 @@ class Guard:
 
     # -- the floor --
 
-    def _seen(self, text: str) -> _Seen:
+    def _seen(self, text: str, now: float) -> _Seen:
         """What the deterministic detectors found in this exact text, computed once.
 
         Both detectors are pure functions of the text, so their results are
@@ -193,30 +195,16 @@ class Guard:
             self.bytes_scanned += len(text)
             return _Seen(tuple(secrets.scan(text)))
         key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        seen = cache.get(key)
+        seen = cache.get(key, now)
         if seen is None:
             self.bytes_scanned += len(text)
             seen = _Seen(tuple(secrets.scan(text)))
-            cache[key] = seen
+            cache.put(key, seen, now)
         return seen
 
-    def _floor(self, text: str) -> tuple[Finding, ...]:
-        return self._seen(text).findings
-
     def floor(self, segments: Sequence[Segment]) -> Decision:
-        evidence: list[Evidence] = []
-        for segment in segments:
-            found = self._floor(segment.text)
-            if found:
-                where = _safe_where(segment)
-                evidence.extend(Evidence(f.kind, f.fingerprint, where) for f in found)
-        if not evidence:
-            return ALLOW
-        kinds = sorted({e.kind for e in evidence})
-        reason = f"{', '.join(kinds)} found in {evidence[0].where}"
-        if len(evidence) > 1:
-            reason += f" and {len(evidence) - 1} more place(s)"
-        return Decision("deny", "secret", reason, tuple(evidence))
+        now = monotonic()
+        return _floor_decision([(seg, self._seen(seg.text, now)) for seg in segments])
 
     # -- verdicts, cached and shared in flight --
 
@@ -246,9 +234,9 @@ class Guard:
             cache[key] = verdict
         return verdict
 
-    def _heuristic(self, text: str, policy_version: str) -> tuple[Verdict, tuple[str, ...]]:
+    @staticmethod
+    def _heuristic(seen: _Seen, text: str, policy_version: str) -> tuple[Verdict, tuple[str, ...]]:
         """The embedded injection detector; synchronous, so no in-flight sharing is needed."""
-        seen = self._seen(text)
         found = seen.injection
         if found is None:
             found = seen.injection = injection.assess(text)
@@ -274,12 +262,12 @@ class Guard:
 
         return await self._cached(key, produce)
 
-    def _is_untrusted(self, segment: Segment, inbound: Inbound) -> bool:
+    @staticmethod
+    def _is_untrusted(segment: Segment, inbound: Inbound) -> bool:
         if segment.trust is Trust.UNTRUSTED:
-            return True
-        if inbound.model_output and segment.role == "assistant":
-            return True
-        return inbound.documents and bool(_DOCUMENT_PATH.search(segment.path))
+            # The adapters mark documents untrusted; a team may opt them out.
+            return inbound.documents or not _DOCUMENT_PATH.search(segment.path)
+        return inbound.model_output and segment.role == "assistant"
 
     async def check_text(
         self, text: str, direction: Direction, policy: TeamPolicy, source: str, destination: str
@@ -288,12 +276,13 @@ class Guard:
         segment = Segment(
             "text", "peer", text, Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
         )
-        floor = self.floor([segment])
+        seen = self._seen(text, monotonic())
+        floor = _floor_decision([(segment, seen)])
         if floor.action == "deny":
             return floor
         jobs: list[Awaitable[tuple[Verdict, tuple[str, ...]]]] = []
         if direction == "inbound":
-            jobs.append(_ready(self._heuristic(text, policy.policy_version)))
+            jobs.append(_ready(self._heuristic(seen, text, policy.policy_version)))
         if policy.classifier is not None:
             jobs.append(_no_signals(self._classify(policy, direction, text, source, destination)))
         results = await asyncio.gather(*jobs)
@@ -302,51 +291,61 @@ class Guard:
     async def check(
         self, segments: Sequence[Segment], policy: TeamPolicy, source: str, destination: str
     ) -> Decision:
-        floor = self.floor(segments)
+        now = monotonic()
+        seen = [(segment, self._seen(segment.text, now)) for segment in segments]
+        floor = _floor_decision(seen)
         if floor.action == "deny":
             return floor
-        jobs: list[tuple[Segment, str, Awaitable[tuple[Verdict, tuple[str, ...]]]]] = []
-        for segment in segments:
+        classifier = policy.classifier
+        inbound = policy.inbound
+        results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = []
+        jobs: list[tuple[Segment, str, Awaitable[Verdict]]] = []
+        for segment, info in seen:
             # The request path gets the floor only: it is routing, not content.
             if not segment.text or segment.role == "path":
                 continue
-            if self._is_untrusted(segment, policy.inbound):
-                jobs.append(
-                    (
-                        segment,
-                        "inbound",
-                        _ready(self._heuristic(segment.text, policy.policy_version)),
-                    )
-                )
-                if policy.classifier is not None:
+            if self._is_untrusted(segment, inbound):
+                verdict, signals = self._heuristic(info, segment.text, policy.policy_version)
+                if verdict.decision != "allow":
+                    results.append((segment, "inbound", verdict, signals))
+                if classifier is not None:
                     jobs.append(
                         (
                             segment,
                             "inbound",
-                            _no_signals(
-                                self._classify(policy, "inbound", segment.text, source, destination)
-                            ),
+                            self._classify(policy, "inbound", segment.text, source, destination),
                         )
                     )
-            if policy.classifier is not None:
+            if classifier is not None:
                 jobs.append(
                     (
                         segment,
                         "outbound",
-                        _no_signals(
-                            self._classify(policy, "outbound", segment.text, source, destination)
-                        ),
+                        self._classify(policy, "outbound", segment.text, source, destination),
                     )
                 )
-        if not jobs:
-            return ALLOW
-        results = await asyncio.gather(*(job for _, _, job in jobs))
-        return _combine(
-            [
-                (seg, direction, verdict, signals)
-                for (seg, direction, _), (verdict, signals) in zip(jobs, results, strict=True)
-            ]
-        )
+        if jobs:
+            verdicts = await asyncio.gather(*(job for _, _, job in jobs))
+            results.extend(
+                (segment, direction, verdict, ())
+                for (segment, direction, _), verdict in zip(jobs, verdicts, strict=True)
+            )
+        return _combine(results)
+
+
+def _floor_decision(seen: Sequence[tuple[Segment, _Seen]]) -> Decision:
+    evidence: list[Evidence] = []
+    for segment, info in seen:
+        if info.findings:
+            where = _safe_where(segment)
+            evidence.extend(Evidence(f.kind, f.fingerprint, where) for f in info.findings)
+    if not evidence:
+        return ALLOW
+    kinds = sorted({e.kind for e in evidence})
+    reason = f"{', '.join(kinds)} found in {evidence[0].where}"
+    if len(evidence) > 1:
+        reason += f" and {len(evidence) - 1} more place(s)"
+    return Decision("deny", "secret", reason, tuple(evidence))
 
 
 async def _ready(result: tuple[Verdict, tuple[str, ...]]) -> tuple[Verdict, tuple[str, ...]]:

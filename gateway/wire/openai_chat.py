@@ -95,21 +95,78 @@ _SKIP = keys(
 _FREE = keys("metadata", "logit_bias")
 
 
+_TOOL_RESULT_KEYS = frozenset({"role", "tool_call_id", "content"})
+_TOOL_CALLING_KEYS = frozenset({"role", "content", "tool_calls"})
+_CALL_KEYS = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS = frozenset({"name", "arguments"})
+
+
+def _plain_tool_calls(calls: object) -> bool:
+    """Tool calls exactly as SDKs send them: every field known, every value a string."""
+    if not isinstance(calls, list):
+        return False
+    for call in calls:
+        if not (isinstance(call, dict) and call.keys() == _CALL_KEYS):
+            return False
+        fn = call["function"]
+        if not (
+            call["type"] == "function"
+            and isinstance(call["id"], str)
+            and isinstance(fn, dict)
+            and fn.keys() == _FUNCTION_KEYS
+            and isinstance(fn["name"], str)
+            and isinstance(fn["arguments"], str)
+        ):
+            return False
+    return True
+
+
+def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
+    """The shapes that make up nearly every agent turn, without the general walk.
+
+    Each produces exactly the segments the general walk would (a test holds
+    them equal); anything else returns False and takes the general walk.
+    """
+    role = msg.get("role")
+    content = msg.get("content")
+    keys = msg.keys()
+    path = f"messages[{i}]"
+    if len(msg) == 2 and isinstance(content, str) and role in ROLE_TRUST:
+        assert isinstance(role, str)
+        add_text(out, content, f"{path}.content", role, ROLE_TRUST[role], i)
+        return True
+    if role == "tool" and keys == _TOOL_RESULT_KEYS and isinstance(content, str):
+        if isinstance(msg["tool_call_id"], str):
+            add_text(out, content, f"{path}.content", "tool", UNTRUSTED, i)
+            return True
+        return False
+    if role == "assistant" and keys == _TOOL_CALLING_KEYS and (
+        content is None or isinstance(content, str)
+    ):
+        calls = msg["tool_calls"]
+        if not _plain_tool_calls(calls):
+            return False
+        assert isinstance(calls, list)
+        trust = ROLE_TRUST["assistant"]
+        if content:
+            add_text(out, content, f"{path}.content", "assistant", trust, i)
+        for j, call in enumerate(calls):
+            fn = call["function"]
+            at = f"{path}.tool_calls[{j}].function"
+            add_text(out, fn["name"], f"{at}.name", "assistant", trust, i)
+            add_text(out, fn["arguments"], f"{at}.arguments", "assistant", trust, i)
+        return True
+    return False
+
+
 def _messages(value: object, out: list[Segment]) -> None:
     assert isinstance(value, list)  # checked by segments()
     for i, msg in enumerate(value):
-        path = f"messages[{i}]"
         if isinstance(msg, dict):
-            # The common {"role": ..., "content": "..."} message skips the general walk.
-            role = msg.get("role")
-            content = msg.get("content")
-            if len(msg) == 2 and isinstance(content, str) and role in ROLE_TRUST:
-                assert isinstance(role, str)
-                add_text(out, content, f"{path}.content", role, ROLE_TRUST[role], i)
-            else:
-                walk_message(msg, path, i, out, 3, _REGISTRY)
+            if not _fast_message(msg, i, out):
+                walk_message(msg, f"messages[{i}]", i, out, 3, _REGISTRY)
         else:
-            walk_free(msg, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
+            walk_free(msg, f"messages[{i}]", ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})

@@ -423,3 +423,34 @@ def test_payload_is_not_mutated() -> None:
 def test_segments_survive_a_json_round_trip() -> None:
     payload = _sdk_payload()
     assert openai_chat.segments(json.loads(json.dumps(payload))) == openai_chat.segments(payload)
+
+
+FAST_SHAPES: list[dict[str, object]] = [
+    {"role": "user", "content": "plain"},
+    {"role": "tool", "tool_call_id": "call_1", "content": "tool output"},
+    {"role": "tool", "tool_call_id": "call_1", "content": ""},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": '{"a":1}'}},
+            {"id": "c2", "type": "function", "function": {"name": "ls", "arguments": ""}},
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": "calling",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}],
+    },
+    {"role": "assistant", "content": "data:text/plain;base64,aGVsbG8=", "tool_calls": []},
+]
+
+
+@pytest.mark.parametrize("message", FAST_SHAPES)
+def test_fast_paths_equal_general_walk(message: dict[str, object]) -> None:
+    from gateway.wire.generic import walk_message
+    from gateway.wire.openai_chat import _REGISTRY
+
+    general: list[Segment] = []
+    walk_message(message, "messages[0]", 0, general, 3, _REGISTRY)
+    assert openai_chat.segments({"messages": [message]}) == general
