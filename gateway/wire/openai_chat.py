@@ -140,8 +140,10 @@ def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
             add_text(out, content, f"{path}.content", "tool", UNTRUSTED, i)
             return True
         return False
-    if role == "assistant" and keys == _TOOL_CALLING_KEYS and (
-        content is None or isinstance(content, str)
+    if (
+        role == "assistant"
+        and keys == _TOOL_CALLING_KEYS
+        and (content is None or isinstance(content, str))
     ):
         calls = msg["tool_calls"]
         if not _plain_tool_calls(calls):

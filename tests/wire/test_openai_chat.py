@@ -440,7 +440,9 @@ FAST_SHAPES: list[dict[str, object]] = [
     {
         "role": "assistant",
         "content": "calling",
-        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}],
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "sh", "arguments": "{}"}}
+        ],
     },
     {"role": "assistant", "content": "data:text/plain;base64,aGVsbG8=", "tool_calls": []},
 ]
