@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import logging
 import signal
@@ -59,6 +60,11 @@ async def _serve(config: LoadedConfig, host: str, port: int) -> None:
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=2048, reuse_address=True)
     await site.start()
+    # Everything loaded so far (config, compiled patterns, the injection model)
+    # lives for the whole process: moving it out of the collector's view keeps
+    # full collections from walking it again and again under load.
+    gc.collect()
+    gc.freeze()
     for addr in runner.addresses:
         if isinstance(addr, tuple):
             print(

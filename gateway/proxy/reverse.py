@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -93,6 +93,20 @@ def _check_path(rest: str) -> str:
     return decoded
 
 
+class _RequestIds:
+    """Unique ids: a random per-process prefix and a counter, cheaper than uuid4 per request."""
+
+    __slots__ = ("_n", "_prefix")
+
+    def __init__(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._n = 0
+
+    def next(self) -> str:
+        self._n += 1
+        return f"{self._prefix}{self._n:016x}"
+
+
 class ReverseProxy:
     def __init__(
         self,
@@ -110,10 +124,11 @@ class ReverseProxy:
         self._routes = _routes(config)
         self._teams = TeamResolver(config)
         self._limit = config.gateway.limits.max_body_bytes
+        self._ids = _RequestIds()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
-        request_id = uuid.uuid4().hex
+        request_id = self._ids.next()
         name, rest, query = _split(request.raw_path)
         record: dict[str, Any] = {
             "request_id": request_id,
