@@ -10,9 +10,10 @@ gateway's `/metrics` is read before and after every turn.
 Expected classifier calls are counted by the benchmark itself from what it
 sends: one outbound check per text never sent before, plus one inbound check
 when that text is untrusted (a tool result). The "by design" bytes figure
-replays the gateway's caching rule (texts under `_CACHE_MIN_CHARS` of
-gateway/guard/pipeline.py are rescanned rather than hashed), so a difference
-from it points at a bug rather than at the rule.
+replays the gateway's caching rule (each distinct text is counted once, when
+both deterministic detectors first inspect it; texts under `_CACHE_MIN_CHARS`
+of gateway/guard/pipeline.py are rescanned rather than hashed), so a
+difference from it points at a bug rather than at the rule.
 """
 
 from __future__ import annotations
@@ -176,7 +177,6 @@ async def run(opts: Options, turns: int) -> tuple[list[Turn], dict[str, Any]]:
     seen_out: set[str] = set()
     seen_in: set[str] = set()
     floor_cached: set[str] = set()
-    heur_cached: set[str] = set()
     unique: set[str] = set()
     try:
         with workdir("conversation") as tmp, Services(tmp) as services:
@@ -218,14 +218,9 @@ async def run(opts: Options, turns: int) -> tuple[list[Turn], dict[str, Any]]:
                         if text not in seen_out:
                             seen_out.add(text)
                             expected += 1
-                        if untrusted:
-                            if text not in seen_in:
-                                seen_in.add(text)
-                                expected += 1
-                            if len(text) < CACHE_MIN_CHARS or text not in heur_cached:
-                                design += len(text)
-                                if len(text) >= CACHE_MIN_CHARS:
-                                    heur_cached.add(text)
+                        if untrusted and text not in seen_in:
+                            seen_in.add(text)
+                            expected += 1
                     body = json.dumps({"model": corpus.MODEL, "messages": messages}).encode()
                     t0 = time.perf_counter()
                     async with session.post(
@@ -256,7 +251,7 @@ async def run(opts: Options, turns: int) -> tuple[list[Turn], dict[str, Any]]:
         await runner.cleanup()
     extra = {
         "unique_chars": sum(len(t) for t in unique),
-        "minimum_chars": sum(len(t) for t in seen_out | {PATH}) + sum(len(t) for t in seen_in),
+        "minimum_chars": sum(len(t) for t in seen_out | {PATH}),
         "fake_classifier_calls": len(fake.calls),
         "body_bytes_sent": sum(t.body_bytes for t in out),
     }
@@ -348,7 +343,7 @@ def main(argv: Sequence[str]) -> int:
                 ["chars scanned (metrics)", scanned],
                 ["chars scanned, by design (replayed rule)", design],
                 [
-                    "minimum: each text once + tool results once more (injection)",
+                    "minimum: each distinct text once",
                     extra["minimum_chars"],
                 ],
                 ["scanned / unique", over_unique],

@@ -49,8 +49,10 @@ from gateway.guard.verdict import (
 )
 from gateway.wire.base import Segment, Trust
 
-# Below this size a detector pass is cheaper than hashing the text for a cache key.
-_CACHE_MIN_CHARS = 16
+# Every text is cached: even for a short one, hashing is cheaper than the
+# detectors' fixed cost per call, and tool names and short replies recur on
+# every turn of a conversation.
+_CACHE_MIN_CHARS = 1
 
 # The identity of the embedded injection detector in cache keys and verdicts.
 HEURISTIC_MODEL = "reefgate-heuristics-1"
