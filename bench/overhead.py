@@ -316,7 +316,11 @@ class Bench:
         sa, sb = self.summary(a, stream, c), self.summary(b, stream, c)
         if sa is None or sb is None:
             return None
-        return clean_number(float(sb["cpu_ms_per_req"]) / float(sa["cpu_ms_per_req"]), 3)
+        own = float(sa["cpu_ms_per_req"])
+        # A smoke run answers so few requests that the CPU clock can read zero.
+        if own <= 0:
+            return None
+        return clean_number(float(sb["cpu_ms_per_req"]) / own, 3)
 
     def report(self) -> Report:
         rep = Report("overhead: reefgate vs direct, bare aiohttp proxy, nginx, LiteLLM")
