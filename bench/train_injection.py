@@ -306,9 +306,24 @@ def rule_level(text: str) -> int:
 
 
 def bench() -> None:
-    """Cost of one assess() call on typical ~1 KB segments (best of 7 runs)."""
+    """CPU cost of assess() on typical segments: best of 7 runs, process time.
+
+    The machine is shared, so CPU time (not wall time) and the best run.
+    """
     import json as _json
-    import timeit
+    import time
+
+    from bench import _corpus
+
+    def cpu(texts: Sequence[str], number: int) -> float:
+        best = float("inf")
+        for _ in range(7):
+            start = time.process_time()
+            for _ in range(number):
+                for text in texts:
+                    inj.assess(text)
+            best = min(best, (time.process_time() - start) / number)
+        return best
 
     prose = (
         "The quarterly report shows revenue growth across all regions. Please review the "
@@ -331,8 +346,18 @@ def bench() -> None:
         "short request": "run the tests and report",
     }
     for name, text in samples.items():
-        best = min(timeit.repeat(lambda t=text: inj.assess(t), number=500, repeat=7)) / 500
-        print(f"{name:20s} {len(text):5d} chars {best * 1e6:7.1f} us  {inj.assess(text).decision}")
+        best = cpu([text], 500)
+        print(
+            f"{name:20s} {len(text):5d} chars {best * 1e6:7.1f} us "
+            f"{best * 1e6 * 1024 / len(text):8.1f} us/KB  {inj.assess(text).decision}"
+        )
+    clean = _corpus.clean_text(400_000)
+    pieces = [clean[i : i + 4096] for i in range(0, len(clean), 4096)]
+    best = cpu(pieces, 1)
+    print(
+        f"{'bench clean text':20s} {'4 KB pieces':>11s} {len(clean) / 1e6 / best:7.1f} MB/s "
+        f"{best * 1e6 * 1024 / len(clean):8.1f} us/KB"
+    )
 
 
 def main() -> None:

@@ -438,3 +438,80 @@ def test_pathological_input_completes(text: str) -> None:
 def test_short_and_empty_text() -> None:
     assert scan("") == []
     assert scan("short") == []
+
+
+# ---------------------------------------------------------------------------
+# The prefilter: where the scan looks is a superset of where any rule matches
+# ---------------------------------------------------------------------------
+
+
+def _prefilter_samples() -> list[str]:
+    texts = [before + secret + after for _, before, secret, after in POSITIVES]
+    texts += NEGATIVES
+    clean = _clean_corpus(12_000)
+    texts += [clean[i : i + 600] for i in range(0, len(clean), 600)]
+    rng = random.Random(7)
+    variants: list[str] = []
+    for t in texts:
+        variants.append(t.upper())
+        variants.append("".join(c.swapcase() if rng.random() < 0.3 else c for c in t))
+        i = rng.randrange(len(t) + 1)
+        variants.append(
+            t[:i] + rng.choice(["€", "ſ", "K", "İ", "\u00a0", "密钥", "\ud800"]) + t[i:]
+        )
+    return texts + variants
+
+
+PREFILTER_SAMPLES = _prefilter_samples()
+
+
+@pytest.mark.parametrize("strategy", ["one pattern", "one pattern per anchor"])
+def test_prefilter_finds_every_position_a_rule_matches(
+    monkeypatch: pytest.MonkeyPatch, strategy: str
+) -> None:
+    from gateway.guard.detectors import secrets
+
+    monkeypatch.setattr(secrets, "_SPLIT_AT", 10**9 if strategy == "one pattern" else 0)
+    for text in PREFILTER_SAMPLES:
+        found = secrets._candidates(text)
+        for i, p in enumerate(secrets._PASSES):
+            expected = [
+                pos
+                for pos, c in enumerate(text)
+                if c in p.anchors and p.rx.match(text, pos) is not None
+            ]
+            missed = sorted(set(expected) - set(found.get(i, [])))
+            assert not missed, (i, p.rx.pattern[:40], [text[m : m + 30] for m in missed])
+
+
+def test_both_strategies_report_the_same_findings(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.guard.detectors import secrets
+
+    long_texts = PREFILTER_SAMPLES + [
+        "\n".join(PREFILTER_SAMPLES[i : i + 25]) for i in range(0, 400, 25)
+    ]
+    monkeypatch.setattr(secrets, "_SPLIT_AT", 10**9)
+    one = [scan(t) for t in long_texts]
+    monkeypatch.setattr(secrets, "_SPLIT_AT", 0)
+    assert [scan(t) for t in long_texts] == one
+    assert sum(map(len, one)) >= len(POSITIVES)
+
+
+def test_every_pass_is_found_by_exactly_one_per_anchor_search() -> None:
+    from gateway.guard.detectors import secrets
+
+    owners: dict[int, int] = {}
+    for _, _, passes in (*secrets._TEXT_SEARCHES, *secrets._LOWER_SEARCHES):
+        for i in passes:
+            owners[i] = owners.get(i, 0) + 1
+    assert owners == dict.fromkeys(range(len(secrets._PASSES)), 1)
+
+
+@pytest.mark.parametrize("pad", [0, 2000])
+def test_keywords_in_any_case_next_to_non_ascii_text(pad: int) -> None:
+    filler = "Grüße, 密钥 und so weiter. " * (pad // 24)
+    for name in ("Password", "DB_PASSWORD", "API_KEY", "Client_Secret", "x-Auth-Token"):
+        text = filler + f'{name} = "{TOKEN_BODY}"\n' + filler
+        start = text.index(TOKEN_BODY)
+        spans = [(f.start, f.end) for f in scan(text)]
+        assert (start, start + len(TOKEN_BODY)) in spans, name

@@ -15,13 +15,31 @@ A rule deny is final; the model can only raise the decision. The default is
 allow: an imperative aimed at the reader ("run the tests and report") is
 collaboration, not steering.
 
-Cost: the text is casefolded and split into words once (C-level passes).
-Each phrase rule names the words its match can start with and a rarer gate
-word set; one set intersection picks the few rules whose gates occur, and
-those only try a regex match where a start word begins a word. Template
-tokens are searched in windows around their literal openers. Clean text thus
-costs a few set operations plus the model's dictionary lookups (tens of
-microseconds per KB). All regexes use bounded repetition over disjoint
+Cost: the gateway runs this on every new tool result, so clean text must
+cost little more than reading its words. CPython's regex engine spends
+~10 ns on every character it scans, while ``str``/``bytes`` methods, ``in``
+and set operations cost far less, so no regex scans the whole text:
+
+* the text is casefolded and split into words once (C-level passes); one set
+  intersection with ``_LEXICON`` keeps the few words that any rule or the
+  model looks at, and everything after reads those;
+* each phrase rule is split into its top-level alternatives, and the words
+  that every match of an alternative must contain are derived from the regex
+  when the module loads (``_Shapes``, ``_Ways``); the rarest of them index
+  it, so an alternative is tried only when all its needed words occur, and
+  then only where one of its start words begins a word. Template rules are
+  gated the same way before their window search;
+* leetspeak is a lookup of the text's words among the leet spellings of the
+  trigger words; base64 / hex blobs are looked for only when a word of 16+
+  characters mixes letters and digits, escapes only when their opener
+  occurs;
+* non-ASCII text whose only non-ASCII characters are typographic quotes and
+  dashes takes the ASCII path; other text pays for NFKC and casefolding,
+  and for homoglyph and invisible-character handling only when one-character
+  and byte searches say those can matter.
+
+The derived gates only ever skip work that cannot match, so decisions are
+those of the plain rules. All regexes use bounded repetition over disjoint
 character classes, so the work stays linear in the input size.
 """
 
@@ -34,12 +52,14 @@ import html
 import json
 import math
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from importlib import resources
-from itertools import repeat
-from typing import Final, Literal
+from itertools import product, repeat
+from typing import Final, Literal, NamedTuple
 from urllib.parse import unquote
 
 Decision = Literal["allow", "review", "deny"]
@@ -86,6 +106,9 @@ _TAG_LAST: Final = 0xE007F
 _STRIP_TABLE: Final[dict[int, None]] = {ord(c): None for c in _ZERO_WIDTH + _BIDI} | {
     cp: None for cp in range(_TAG_FIRST, _TAG_LAST + 1)
 }
+_INVISIBLE_BMP: Final = _ZERO_WIDTH + _BIDI
+# Tag characters in UTF-8 (U+E0000..U+E007F all start with these bytes).
+_TAG_UTF8: Final = b"\xf3\xa0"
 
 # Only letters that render like Latin in common fonts. A whole Cyrillic or
 # Greek text becomes gibberish Latin, which matches no rule, so this is safe.
@@ -131,9 +154,11 @@ _HOMOGLYPHS: Final = str.maketrans(
     }
 )
 _LOOKALIKES: Final = "".join(chr(c) for c in _HOMOGLYPHS)
-_LOOKALIKE_ANY: Final = re.compile(f"[{_LOOKALIKES}]")
-_LATIN_ANY: Final = re.compile("[a-z]")
 _MIXED_SCRIPT: Final = re.compile(f"[a-z][{_LOOKALIKES}]|[{_LOOKALIKES}][a-z]")
+# A look-alike's UTF-8 starts with one of these bytes, and a Latin letter is
+# one of a-z: memchr-speed necessary conditions for the regex above.
+_LOOKALIKE_LEADS: Final = tuple(dict.fromkeys(c.encode()[:1] for c in _LOOKALIKES))
+_NOT_LATIN: Final = bytes(b for b in range(256) if not 0x61 <= b <= 0x7A)
 # Typographic punctuation that NFKC keeps; mapped so that words split (and
 # "don’t" matches "don't") the same way as in ASCII text.
 _PUNCT: Final = (
@@ -157,8 +182,6 @@ _PUNCT: Final = (
 # nothing.
 _LEET: Final = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t"})
 
-_INVISIBLE_ANY: Final = re.compile("[" + _ZERO_WIDTH + _BIDI + "\U000e0000-\U000e007f]")
-
 # Words are split at ASCII punctuation and whitespace ("openai's" -> "openai",
 # "s"); bytes of multi-byte characters pass through, so this is one C pass.
 _ASCII_SEP: Final = bytes(b if chr(b).isalnum() else 32 for b in range(128)) + bytes(
@@ -167,24 +190,74 @@ _ASCII_SEP: Final = bytes(b if chr(b).isalnum() else 32 for b in range(128)) + b
 _WORD: Final = re.compile(r"[^\W_]+")
 
 
+def _words(spaced: str) -> frozenset[str]:
+    return frozenset(spaced.split())
+
+
+# CPython stores a string at four bytes per character exactly when it holds
+# a character above U+FFFF (tags, emoji), which `sys.getsizeof` shows in
+# constant time. With another string layout, every string may.
+_UCS4_OVERHEAD: Final = sys.getsizeof("\U00010000") - 8
+_SIZE_SHOWS_WIDTH: Final = (
+    sys.getsizeof("a\U00010000") - _UCS4_OVERHEAD == 12
+    and sys.getsizeof("\uffff" * 3) - _UCS4_OVERHEAD < 16
+)
+
+
+def _may_be_astral(text: str) -> bool:
+    return not _SIZE_SHOWS_WIDTH or sys.getsizeof(text) - _UCS4_OVERHEAD >= 4 * (len(text) + 1)
+
+
+def _has_invisible(text: str) -> bool:
+    """Whether `text` holds a zero-width, bidi or tag character."""
+    # Twenty one-character searches (memchr-like) and one byte search beat
+    # a regex scan, which costs ~10 ns per character.
+    return any(map(text.__contains__, _INVISIBLE_BMP)) or (
+        _may_be_astral(text) and _TAG_UTF8 in text.encode("utf-8", "surrogatepass")
+    )
+
+
+def _fold(text: str, invisible: bool, plain: bool = False) -> tuple[str, bytes]:
+    """Casefolded non-ASCII text, and its UTF-8 (which the word split reads).
+
+    `plain`: the typographic punctuation of `text` is already replaced.
+    """
+    low = text.translate(_STRIP_TABLE) if invisible else text
+    if not unicodedata.is_normalized("NFKC", low):
+        low = unicodedata.normalize("NFKC", low)
+        plain = False  # NFKC can make such punctuation ("\ufe58" -> "\u2014")
+    low = low.casefold()
+    if low.isascii():
+        return low, low.encode("ascii")
+    if not plain:
+        low = _plain_punctuation(low)
+    raw = low.encode("utf-8", "surrogatepass")
+    # Translating costs a dict lookup per character, and only a word that
+    # mixes Latin with look-alike letters ("іgnore") needs it; byte checks
+    # rule out English and all-Cyrillic text before the regex scan.
+    if (
+        any(map(raw.__contains__, _LOOKALIKE_LEADS))
+        and raw.translate(None, _NOT_LATIN)
+        and _MIXED_SCRIPT.search(low)
+    ):
+        low = low.translate(_HOMOGLYPHS)
+        raw = low.encode("utf-8", "surrogatepass")
+    return low, raw
+
+
+def _plain_punctuation(text: str) -> str:
+    for char, repl in _PUNCT:
+        text = text.replace(char, repl)
+    return text
+
+
 def _casefolded(text: str, invisible: bool | None = None) -> str:
     """NFKC, casefold, homoglyphs mapped, invisibles stripped; layout kept."""
     if text.isascii():
         return text.lower()
     if invisible is None:
-        invisible = _INVISIBLE_ANY.search(text) is not None
-    low = text.translate(_STRIP_TABLE) if invisible else text
-    if not unicodedata.is_normalized("NFKC", low):
-        low = unicodedata.normalize("NFKC", low)
-    low = low.casefold()
-    for char, repl in _PUNCT:
-        low = low.replace(char, repl)
-    # Translating costs a dict lookup per character, and only a word that
-    # mixes Latin with look-alike letters ("іgnore") needs it; the cheap
-    # single-class scans rule out English and all-Cyrillic text first.
-    if _LOOKALIKE_ANY.search(low) and _LATIN_ANY.search(low) and _MIXED_SCRIPT.search(low):
-        return low.translate(_HOMOGLYPHS)
-    return low
+        invisible = _has_invisible(text)
+    return _fold(text, invisible)[0]
 
 
 def _normalise(text: str) -> str:
@@ -192,13 +265,14 @@ def _normalise(text: str) -> str:
     return " ".join(_casefolded(text).split())
 
 
-def _tokens(s: str) -> list[str]:
-    """Words of casefolded text; the same split the model was trained on."""
-    if s.isascii():
-        return s.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
-    split = s.encode("utf-8", "surrogatepass").translate(_ASCII_SEP)
+def _split_words(low: str, raw: bytes) -> list[str]:
+    """Words of casefolded `low`, whose UTF-8 is `raw`."""
+    split = raw.translate(_ASCII_SEP)
+    if len(raw) == len(low):
+        return split.decode("ascii").split()
     fast = split.decode("utf-8", "surrogatepass").split()
-    if all(map(str.isalnum, fast)):
+    # One C pass over the joined words instead of a method call per word.
+    if "".join(fast).isalnum():
         return fast
     words: list[str] = []
     for word in fast:
@@ -208,6 +282,13 @@ def _tokens(s: str) -> list[str]:
             # Emoji and other symbols glued to a word ("🔓jailbreak").
             words.extend(_WORD.findall(word))
     return words
+
+
+def _tokens(s: str) -> list[str]:
+    """Words of casefolded text; the same split the model was trained on."""
+    if s.isascii():
+        return s.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+    return _split_words(s, s.encode("utf-8", "surrogatepass"))
 
 
 # --------------------------------------------------------------------------
@@ -259,25 +340,27 @@ _EXTRACT_VERB: Final = (
     r"|recite|relay|provide|spell|encode|translate|disclose|return|copy|paste|echo|summari[sz]e"
     r"|paraphrase|state|read|send|post|type|reproduce|quote|describe|put|respond\W+with|what)"
 )
-_EXTRACT_TARGET_OWN: Final = (
-    r"(?:(?:your|the|its|my|this)\W+(?:\w+\W+){0,2}?(?:initial|original|hidden|secret|starting"
+# The alternatives separately: each becomes its own top-level alternative of
+# the rule, so that only those whose words occur are tried.
+_EXTRACT_TARGETS_OWN: Final = (
+    r"(?:your|the|its|my|this)\W+(?:\w+\W+){0,2}?(?:initial|original|hidden|secret|starting"
     r"|first|exact|full|complete|entire|underlying|internal|confidential|private|pre-?set|default)"
     r"\W+(?:\w+\W+)?(?:instructions?|prompts?|prompting|configuration|directives?|rules|guidelines"
-    r"|system\W+message|message|context)"
-    r"|your\W+(?:\w+\W+){0,2}?(?:system\W+prompts?|system\W+message|system\W+instructions"
+    r"|system\W+message|message|context)",
+    r"your\W+(?:\w+\W+){0,2}?(?:system\W+prompts?|system\W+message|system\W+instructions"
     r"|instructions|directives|prompts?|prompting|configuration|programming|rules|guidelines"
     r"|system(?:'s)?\W+(?:parameters|configuration|settings))"
     # "your instructions for the deploy" asks for guidance, not for the prompt.
-    r"(?!\W+(?:for|on|about|regarding|when|if)\b)"
-    r"|(?:instructions?|directives?|rules|guidelines|prompt)\W+(?:that\W+)?you\W+(?:were|have\W+been"
-    r"|got|received|are\W+given|are\W+following)"
-    r"|(?:text|words|content|everything|instructions|prompt|message|messages)\W+(?:written\W+)?"
-    r"(?:above|before\W+this|prior\W+to\W+this)"
-    r"|(?:above|previous|prior|preceding)\W+(?:prompt|instructions|text|system\W+message)"
-    r"|(?:the|this|entire|whole)\W+(?:\w+\W+)?conversation\W+(?:word\W+for\W+word|verbatim)"
-    r"|(?:pre-?prompt|meta-?prompt|system\W+prompt\W+(?:verbatim|word\W+for\W+word|in\W+full))"
-    r"|(?:initial|original|starting|hidden)\W+(?:instructions|configuration|prompt)"
-    r"|system\W+(?:instructions|configuration))"
+    r"(?!\W+(?:for|on|about|regarding|when|if)\b)",
+    r"(?:instructions?|directives?|rules|guidelines|prompt)\W+(?:that\W+)?you\W+(?:were|have\W+been"
+    r"|got|received|are\W+given|are\W+following)",
+    r"(?:text|words|content|everything|instructions|prompt|message|messages)\W+(?:written\W+)?"
+    r"(?:above|before\W+this|prior\W+to\W+this)",
+    r"(?:above|previous|prior|preceding)\W+(?:prompt|instructions|text|system\W+message)",
+    r"(?:the|this|entire|whole)\W+(?:\w+\W+)?conversation\W+(?:word\W+for\W+word|verbatim)",
+    r"(?:pre-?prompt|meta-?prompt|system\W+prompt\W+(?:verbatim|word\W+for\W+word|in\W+full))",
+    r"(?:initial|original|starting|hidden)\W+(?:instructions|configuration|prompt)",
+    r"system\W+(?:instructions|configuration)",
 )
 _SECRET_NOUN: Final = (
     r"(?:api\W?keys?|secret\W?keys?|access\W?tokens?|auth(?:entication)?\W?tokens?|bearer\W+tokens?"
@@ -682,7 +765,7 @@ _PHRASES: Final[tuple[tuple[str, str, int, str, str, str, str], ...]] = (
         "instructions instruction prompt prompts prompting preprompt metaprompt configuration"
         " directive directives rules guidelines message messages context parameters settings"
         " programming above conversation verbatim",
-        rf"\b{_EXTRACT_VERB}\b{_GAP5}{_EXTRACT_TARGET_OWN}\b",
+        "|".join(rf"\b{_EXTRACT_VERB}\b{_GAP5}{target}\b" for target in _EXTRACT_TARGETS_OWN),
     ),
     (
         "extract",
@@ -726,7 +809,7 @@ _PHRASES: Final[tuple[tuple[str, str, int, str, str, str, str], ...]] = (
         r"\b(?:print|reveal|show|tell|give|output|display|dump|send|leak|expose|share"
         r"|disclose|email|post|upload|provide|exfiltrate|read\W+out|what\W+(?:is|are))\b"
         rf"{_GAP5}(?:your|all\W+(?:of\W+)?(?:your|the)|the\W+(?:system|server|host|environment)"
-        rf"(?:'s)?)[ ](?:\w+[ ]){{0,2}}?{_SECRET_NOUN}"
+        rf"(?:'s)?)[ ](?:\w+[ ]){{0,2}}?{_SECRET_NOUN}\b"
         rf"|{_SECRET_NOUN}\W+(?:in|from|of|stored\W+in|inside)\W+your\W+(?:database|memory|system"
         r"|context|environment|config(?:uration)?|files?|prompt|instructions)",
     ),
@@ -822,11 +905,11 @@ _TEMPLATE_SOURCE: Final = ("{%", "{{", "chat_template", "tokenizer", "apply_chat
 
 # Encoded payloads. Candidates are decoded and, if they turn out to be text,
 # run through the same phrase rules.
-_B64_BLOB: Final = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
-_HEX_BLOB: Final = re.compile(r"[0-9a-fA-F]{32,}")
 _HEX_ESCAPES: Final = re.compile(r"(?:\\x[0-9a-fA-F]{2}){8,}")
 # URL-encoded text: escapes with plain characters between them.
 _PCT_RUN: Final = re.compile(r"(?:[A-Za-z0-9._~+-]{0,24}%[0-9a-fA-F]{2}){6,}[A-Za-z0-9._~+-]*")
+_PCT_ESCAPE: Final = re.compile(r"%[0-9a-fA-F]{2}")  # a literal opener: a fast scan
+_PCT_GAP: Final = 24  # plain characters allowed between two escapes of a run
 _ENTITY_RUN: Final = re.compile(r"(?:&#x?[0-9a-fA-F]{1,6};){8,}")
 # rot13 of words that carry instructions: checking the word set costs nothing.
 _ROT13_HINTS: Final = frozenset(
@@ -854,8 +937,601 @@ _BLACK_FLAG: Final = "\U0001f3f4"
 
 
 # --------------------------------------------------------------------------
+# Words a pattern's matches must contain
+# --------------------------------------------------------------------------
+#
+# A regex is too slow to run over every text, but most texts lack some word
+# that every match of a phrase needs ("ignore ... previous ... instructions").
+# Those words are read off the pattern itself, so that a rule edit can never
+# leave a stale hand-written gate behind. The analysis is an
+# over-approximation: it may miss required words (and then gate less), but
+# every word it reports is one that a match cannot do without, given that
+# words are maximal runs of alphanumeric characters (as in `_split_words`).
+
+_RUN_CAP: Final = 64  # spellings tracked for one partial word
+_SHAPE_CAP: Final = 32  # shapes tracked for one fragment before merging them
+# Punctuation rare enough in ordinary text to be worth a substring check.
+_RARE_PUNCT: Final = frozenset("@[]<>|{}`~^\\")
+# A need that is a substring of the text rather than a whole word.
+_SUBSTRING: Final = "\0"
+_MAX_SUBSTRINGS: Final = 2
+
+_Strs = frozenset[str] | None  # possible spellings; None: unknown
+_Needs = frozenset[frozenset[str]]  # each set: one of these must occur
+
+
+# How often the words that rules need occur in ordinary text: the percentage
+# of 2 KB pieces (of Python stdlib source and docs, the benign corpora and
+# bench text) that contain them, for those in at least 1%. Rules are looked
+# up by their rarest needed words, so this decides speed only, never what
+# matches.
+def _percentages(spaced: str) -> dict[str, int]:
+    return {word: int(pct) for word, _, pct in (item.partition(":") for item in spaced.split())}
+
+
+_PERCENT_OF_TEXTS: Final = _percentages(
+    "the:63 to:48 in:47 a:45 for:44 and:44 of:43 is:37 from:28 with:28 you:25 s:25 i:24"
+    " that:24 this:24 return:23 as:20 can:20 on:20 an:20 be:19 not:19 are:19 by:15 any:13"
+    " 2:13 my:12 all:12 how:10 at:10 list:10 key:10 id:9 need:9 should:9 what:9 start:8"
+    " t:8 m:8 will:8 true:8 set:8 type:8 have:8 your:7 request:7 which:7 has:7 new:7 api:6"
+    " user:6 about:6 like:6 warn:6 re:6 provide:6 so:5 must:5 message:5 update:5 no:5"
+    " its:5 token:5 data:5 write:5 was:5 text:5 model:5 before:5 delete:5 these:5 end:5"
+    " who:5 let:5 context:5 copy:4 current:4 default:4 https:4 do:4 version:4 now:4"
+    " task:4 given:4 without:4 response:4 information:4 read:4 here:4 header:4 out:4"
+    " output:4 http:4 session:4 input:4 first:3 memory:3 been:3 auth:3 policy:3"
+    " parameters:3 warning:3 history:3 does:3 character:3 send:3 server:3 stop:3 post:3"
+    " never:3 filter:3 env:3 two:3 prompt:3 internal:2 tool:2 ignore:2 note:2 named:2"
+    " language:2 put:2 describe:2 begin:2 access:2 exception:2 content:2 rules:2 ai:2"
+    " state:2 share:2 following:2 mode:2 don:2 required:2 ethical:2 real:2 orders:2"
+    " take:2 system:2 role:2 were:2 full:2 run:2 users:2 files:2 doesn:2 different:2"
+    " break:2 keys:2 root:2 guidelines:2 sys:1 print:1 old:1 original:1 am:1 command:1"
+    " responses:1 those:1 needs:1 mind:1 ll:1 human:1 environment:1 called:1 every:1"
+    " initial:1 everything:1 off:1 free:1 date:1 encode:1 allowed:1 settings:1 safety:1"
+    " tell:1 private:1 give:1 complete:1 safe:1 operator:1 previous:1 law:1 ways:1 got:1"
+    " above:1 protocol:1 back:1 assistant:1 reverse:1 made:1 limitations:1 created:1"
+    " password:1 conversation:1 become:1 variables:1 updated:1 show:1 forward:1"
+    " existing:1 configuration:1 bound:1 secret:1 email:1 company:1 cannot:1 word:1"
+    " purpose:1 entity:1 boundaries:1 isn:1 constraints:1 attention:1 override:1 meta:1"
+    " follow:1 display:1 words:1 won:1 question:1 messages:1 initiate:1 earlier:1"
+)
+
+
+def _rarity(need: AbstractSet[str]) -> tuple[float, int]:
+    """Expected cost of a need as an index key: lower is rarer."""
+    if not all(w.isalnum() for w in need):
+        return math.inf, 0  # substrings cannot be looked up in the word set
+    return sum(_PERCENT_OF_TEXTS.get(w, 0.3) for w in need), len(need)
+
+
+class _Shape(NamedTuple):
+    """What a regex fragment can match, as far as whole words go.
+
+    Without a separator (non-alphanumeric character or word boundary) in the
+    match, `head` holds its possible texts. With one, `head` and `tail` are
+    the possible partial words before the first and after the last
+    separator, and `needs` the words the match contains whole. A need with
+    punctuation in it is a substring of the text instead of a word.
+    """
+
+    split: bool
+    head: _Strs
+    needs: _Needs
+    tail: _Strs
+
+
+_EMPTY: Final = _Shape(False, frozenset({""}), frozenset(), None)
+_ANY_RUN: Final = _Shape(False, None, frozenset(), None)
+_ANY_SPLIT: Final = _Shape(True, None, frozenset(), None)
+_SEPARATOR: Final = _Shape(True, frozenset({""}), frozenset(), frozenset({""}))
+
+
+def _join(a: _Strs, b: _Strs) -> _Strs:
+    if a is None or b is None:
+        return None
+    out = frozenset(x + y for x in a for y in b)
+    return out if len(out) <= _RUN_CAP else None
+
+
+def _union(a: _Strs, b: _Strs) -> _Strs:
+    if a is None or b is None:
+        return None
+    out = a | b
+    return out if len(out) <= _RUN_CAP else None
+
+
+def _covers(a: _Strs, b: _Strs) -> bool:
+    return a is None or (b is not None and b <= a)
+
+
+def _concat(x: _Shape, y: _Shape) -> _Shape:
+    if not x.split:
+        if not y.split:
+            return _Shape(False, _join(x.head, y.head), frozenset(), None)
+        return _Shape(True, _join(x.head, y.head), y.needs, y.tail)
+    if not y.split:
+        return _Shape(True, x.head, x.needs, _join(x.tail, y.head))
+    needs = x.needs | y.needs
+    word = _join(x.tail, y.head)
+    # Separators on both sides make the partial words meeting here whole,
+    # unless one of them can be empty (then no word need sit here).
+    if word is not None and "" not in word:
+        needs |= {word}
+    return _Shape(True, x.head, needs, y.tail)
+
+
+def _closest(term: _Needs, need: frozenset[str]) -> frozenset[str]:
+    """The need of `term` sharing most words with `need` (then the rarest)."""
+    return max(term, key=lambda n: (len(n & need), -_rarity(n)[0], sorted(n)))
+
+
+def _weaken(terms: list[_Needs]) -> _Needs:
+    """Needs implied by any one of `terms` (an OR of ANDs made an AND of ORs).
+
+    For each need of any term, the union of the closest need of every other
+    term: each term implies its pick, so every term implies the union.
+    """
+    if not all(terms):
+        return frozenset()
+    out: set[frozenset[str]] = set()
+    for need in set[frozenset[str]]().union(*terms):
+        union = set(need)
+        for term in terms:
+            if need not in term:
+                union |= _closest(term, need)
+        out.add(frozenset(union))
+    # A need that is a superset of another is implied by it.
+    return frozenset(n for n in out if not any(o < n for o in out))
+
+
+def _merge(shapes: list[_Shape]) -> list[_Shape]:
+    """Fewer shapes that together still describe every match."""
+    runs = [s for s in shapes if not s.split]
+    out: list[_Shape] = []
+    if runs:
+        head = runs[0].head
+        for s in runs[1:]:
+            head = _union(head, s.head)
+        out.append(_Shape(False, head, frozenset(), None))
+    by_needs: dict[_Needs, _Shape] = {}
+    for s in shapes:
+        if s.split:
+            o = by_needs.get(s.needs)
+            by_needs[s.needs] = (
+                s
+                if o is None
+                else _Shape(True, _union(o.head, s.head), s.needs, _union(o.tail, s.tail))
+            )
+    splits = list(by_needs.values())
+    # A shape that needs more than another of no narrower extent adds nothing.
+    splits = [
+        s
+        for i, s in enumerate(splits)
+        if not any(
+            j != i and o.needs <= s.needs and _covers(o.head, s.head) and _covers(o.tail, s.tail)
+            for j, o in enumerate(splits)
+            if o.needs != s.needs or j < i
+        )
+    ]
+    if len(splits) > _SHAPE_CAP:
+        # Shapes with the same partial words at their ends combine without
+        # losing what later fragments join onto them; then, if need be, all.
+        groups: dict[tuple[_Strs, _Strs], list[_Shape]] = {}
+        for s in splits:
+            groups.setdefault((s.head, s.tail), []).append(s)
+        if len(groups) > _SHAPE_CAP:
+            groups = {(None, None): splits}
+        splits = []
+        for group in groups.values():
+            head, tail = group[0].head, group[0].tail
+            for s in group[1:]:
+                head, tail = _union(head, s.head), _union(tail, s.tail)
+            splits.append(_Shape(True, head, _weaken([s.needs for s in group]), tail))
+    return out + splits
+
+
+def _concat_all(xs: list[_Shape], ys: list[_Shape]) -> list[_Shape]:
+    return _merge([_concat(x, y) for x in xs for y in ys])
+
+
+def _repeat(body: list[_Shape], lo: int, hi: int | None) -> list[_Shape]:
+    if hi is not None and hi <= 3:
+        out: list[_Shape] = []
+        acc = [_EMPTY]
+        for k in range(hi + 1):
+            if k >= lo:
+                out.extend(acc)
+            if k < hi:
+                acc = _concat_all(acc, body)
+        return _merge(out)
+    # Many repetitions: keep only what every one of them starts or ends with.
+    if all(not s.split for s in body):
+        more = [_EMPTY, _ANY_RUN]
+    elif all(s.split for s in body):
+        head, tail = body[0].head, body[0].tail
+        for s in body[1:]:
+            head, tail = _union(head, s.head), _union(tail, s.tail)
+        more = [_EMPTY, _Shape(True, head, frozenset(), tail)]
+    else:
+        more = [_EMPTY, _ANY_RUN, _ANY_SPLIT]
+    return _merge(more) if lo == 0 else _concat_all(body, _merge(more))
+
+
+_ALNUM, _SEPS, _MIXED = 0, 1, 2  # what a character class can match
+_BOUNDARY, _NOT_BOUNDARY = 3, 4  # what an escape can be besides
+_CharSet = tuple[int, frozenset[str] | None]
+
+
+def _chars_kind(chars: frozenset[str]) -> int:
+    if all(c.isalnum() for c in chars):
+        return _ALNUM
+    if not any(c.isalnum() for c in chars):
+        return _SEPS
+    return _MIXED
+
+
+def _char_shapes(kind: int, chars: frozenset[str] | None) -> list[_Shape]:
+    if kind == _ALNUM:
+        return [_Shape(False, chars, frozenset(), None)]
+    if kind == _SEPS:
+        if chars is not None and len(chars) == 1 and chars <= _RARE_PUNCT:
+            return [_Shape(True, frozenset({""}), frozenset({chars}), frozenset({""}))]
+        return [_SEPARATOR]
+    return [_ANY_RUN, _SEPARATOR]
+
+
+class _Shapes:
+    """Shapes of a regex, by recursive descent over the syntax used here.
+
+    Anything outside that syntax raises ValueError at import, so that a new
+    construct cannot be misread into a wrong gate.
+    """
+
+    _ESCAPES: Final = {"n": "\n", "t": "\t", "r": "\r", "f": "\f", "v": "\v"}
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.i = 0
+
+    def parse(self) -> list[_Shape]:
+        shapes = self._alt()
+        if self.i != len(self.src):
+            raise ValueError(f"unsupported regex syntax at {self.src[self.i :]!r}")
+        return shapes
+
+    def _peek(self, s: str) -> bool:
+        return self.src.startswith(s, self.i)
+
+    def _alt(self) -> list[_Shape]:
+        shapes = self._seq()
+        while self._peek("|"):
+            self.i += 1
+            shapes = _merge(shapes + self._seq())
+        return shapes
+
+    def _seq(self) -> list[_Shape]:
+        acc = [_EMPTY]
+        while self.i < len(self.src) and self.src[self.i] not in "|)":
+            acc = _concat_all(acc, self._quantified(self._atom()))
+        return acc
+
+    def _atom(self) -> list[_Shape]:
+        c = self.src[self.i]
+        self.i += 1
+        if c == "(":
+            return self._group()
+        if c == "[":
+            return _char_shapes(*self._class())
+        if c == "\\":
+            kind, chars = self._escape(in_class=False)
+            if kind == _BOUNDARY:
+                return [_SEPARATOR]
+            return [_EMPTY] if kind == _NOT_BOUNDARY else _char_shapes(kind, chars)
+        if c == ".":
+            return _char_shapes(_MIXED, None)
+        if c in "^$":
+            return [_SEPARATOR]
+        if c in "*+?{})":
+            raise ValueError(f"unsupported regex syntax at {self.src[self.i - 1 :]!r}")
+        return _char_shapes(_chars_kind(frozenset(c)), frozenset(c))
+
+    def _group(self) -> list[_Shape]:
+        # Patterns share fragments (verbs, gaps, nouns); a group's shapes
+        # depend on its text alone.
+        start = self.i - 1
+        end = _group_end(self.src, start)
+        cached = _GROUP_SHAPES.get(self.src[start:end])
+        if cached is not None:
+            self.i = end
+            return cached
+        shapes = self._group_shapes()
+        _GROUP_SHAPES[self.src[start : self.i]] = shapes
+        return shapes
+
+    def _group_shapes(self) -> list[_Shape]:
+        kind = "(?:"
+        for prefix in ("?:", "?=", "?!", "?<=", "?<!"):
+            if self._peek(prefix):
+                kind = f"({prefix}"
+                self.i += len(prefix)
+                break
+        else:
+            if self._peek("?"):
+                raise ValueError(f"unsupported group at {self.src[self.i :]!r}")
+        shapes = self._alt()
+        if not self._peek(")"):
+            raise ValueError("unbalanced parenthesis")
+        self.i += 1
+        if kind == "(?:":
+            return shapes
+        # A lookaround matches nothing itself, but a positive one over
+        # punctuation ("(?<=\[)") marks a word boundary.
+        if kind in ("(?=", "(?<=") and all(
+            s.split and s.head == s.tail == frozenset({""}) for s in shapes
+        ):
+            return shapes
+        return [_EMPTY]
+
+    def _escape(self, *, in_class: bool) -> _CharSet:
+        """(kind, characters) of an escape."""
+        c = self.src[self.i]
+        self.i += 1
+        if not in_class and c in "bAZ":
+            return _BOUNDARY, None
+        if not in_class and c == "B":
+            return _NOT_BOUNDARY, None
+        if c in "Ws":
+            return _SEPS, None
+        if c in "wSD":
+            return _MIXED, None
+        if c == "d":
+            return _ALNUM, None
+        if c in self._ESCAPES:
+            char = self._ESCAPES[c]
+        elif c in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[c]
+            char = chr(int(self.src[self.i : self.i + width], 16))
+            self.i += width
+        elif c.isalnum():
+            raise ValueError(f"unsupported escape \\{c}")
+        else:
+            char = c
+        return _chars_kind(frozenset(char)), frozenset(char)
+
+    def _class(self) -> _CharSet:
+        negated = self._peek("^")
+        self.i += negated
+        items: list[_CharSet] = []
+        word = underscore = False
+        first = True
+        while not (self._peek("]") and not first):
+            if self.i >= len(self.src):
+                raise ValueError("unterminated character class")
+            first = False
+            c = self.src[self.i]
+            self.i += 1
+            if c == "\\":
+                word |= self._peek("w")
+                item = self._escape(in_class=True)
+            else:
+                item = (_chars_kind(frozenset(c)), frozenset(c))
+            underscore |= item[1] == frozenset("_")
+            if self._peek("-") and not self.src.startswith("-]", self.i) and item[1] is not None:
+                self.i += 1
+                hi_c = self.src[self.i]
+                self.i += 1
+                if hi_c == "\\":
+                    hi_item = self._escape(in_class=True)
+                    if hi_item[1] is None:
+                        raise ValueError("unsupported class range")
+                    (hi_c,) = hi_item[1]
+                (lo_c,) = item[1]
+                span = frozenset(map(chr, range(ord(lo_c), ord(hi_c) + 1)))
+                item = (_chars_kind(span), span)
+            items.append(item)
+        self.i += 1
+        kinds = {k for k, _ in items}
+        if not negated:
+            if len(kinds) > 1:
+                return _MIXED, None
+            chars = (
+                None
+                if any(s is None for _, s in items)
+                else frozenset().union(*(s for _, s in items if s is not None))
+            )
+            return kinds.pop(), chars
+        if word:
+            return _SEPS, None  # outside \w: no letter or digit
+        if underscore and kinds == {_SEPS} and any(s is None for _, s in items):
+            return _ALNUM, None  # [^\W_]
+        return _MIXED, None
+
+    def _quantified(self, shapes: list[_Shape]) -> list[_Shape]:
+        c = self.src[self.i] if self.i < len(self.src) else ""
+        if c == "?":
+            lo, hi = 0, 1
+        elif c == "*":
+            lo, hi = 0, None
+        elif c == "+":
+            lo, hi = 1, None
+        elif c == "{":
+            end = self.src.index("}", self.i)
+            lo_s, comma, hi_s = self.src[self.i + 1 : end].partition(",")
+            lo = int(lo_s or 0)
+            hi = (int(hi_s) if hi_s else None) if comma else lo
+            self.i = end
+        else:
+            return shapes
+        self.i += 1
+        if self._peek("?") or self._peek("+"):
+            self.i += 1
+        return _repeat(shapes, lo, hi)
+
+
+_GROUP_SHAPES: dict[str, list[_Shape]] = {}
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one at `start`."""
+    depth = 0
+    i = start
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            i = _class_end(pattern, i)
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ValueError("unbalanced parenthesis")
+
+
+def _class_end(pattern: str, i: int) -> int:
+    """The index just past the character class that opens at `i`."""
+    i += 1
+    i += pattern.startswith("^", i)
+    i += pattern.startswith("]", i)
+    while pattern[i] != "]":
+        i += 2 if pattern[i] == "\\" else 1
+    return i + 1
+
+
+def _top_level(pattern: str) -> list[str]:
+    """The top-level alternatives of a pattern."""
+    parts: list[str] = []
+    depth = start = i = 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            i += 1
+        elif c == "[":
+            i = _class_end(pattern, i)
+            continue
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            parts.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    parts.append(pattern[start:])
+    return parts
+
+
+def _needs(pattern: str) -> tuple[_Needs, ...]:
+    """For each way to match `pattern`: the words (and substrings) it needs.
+
+    An empty entry means the pattern can match without anything known.
+    """
+    dnf: list[_Needs] = []
+    for s in _Shapes(pattern).parse():
+        needs = set(s.needs)
+        # A match may begin or end inside a word, but it still contains
+        # the partial word as a substring. Each spelling costs a pass over
+        # the text when absent, so only a few are worth checking.
+        for part in (s.head, s.tail) if s.split else (s.head,):
+            if part is not None and "" not in part and len(part) <= _MAX_SUBSTRINGS:
+                needs.add(frozenset(_SUBSTRING + w for w in part))
+        dnf.append(frozenset(needs))
+    # Ways that need a superset of another's words add nothing.
+    return tuple(
+        n
+        for i, n in enumerate(dnf)
+        if not any(o <= n and (o != n or j < i) for j, o in enumerate(dnf) if j != i)
+    )
+
+
+# --------------------------------------------------------------------------
 # Rules
 # --------------------------------------------------------------------------
+
+# A need, ready to check: its words, and substrings (punctuation, partial
+# words); one of either must occur.
+_Check = tuple[frozenset[str], tuple[str, ...]]
+
+
+def _check(need: frozenset[str]) -> _Check:
+    words = frozenset(w for w in need if w.isalnum())
+    return words, tuple(sorted(w.lstrip(_SUBSTRING) for w in need - words))
+
+
+@dataclass(frozen=True, slots=True)
+class _Ways:
+    """Every way to match a set of patterns, looked up by its rarest need.
+
+    Each top-level alternative of each pattern is one or more ways (sets of
+    needs). A way is indexed under the words of its rarest all-word need;
+    the words found in a text thus pick the few ways worth checking, and a
+    pattern is tried only with alternatives that have a way whose needs all
+    occur.
+    """
+
+    owners: tuple[tuple[int, int], ...]  # alternative -> (pattern, alternative in it)
+    index: dict[str, tuple[int, ...]]  # word -> ways keyed by it
+    ways: tuple[tuple[int, tuple[int, ...]], ...]  # (alternative, ids of its other needs)
+    checks: tuple[_Check, ...]
+    keys: frozenset[str]
+
+    @classmethod
+    def of(cls, patterns: list[list[str]]) -> _Ways:
+        owners = tuple((i, j) for i, alts in enumerate(patterns) for j in range(len(alts)))
+        index: dict[str, list[int]] = {}
+        ways: list[tuple[int, tuple[int, ...]]] = []
+        checks: dict[_Check, int] = {}
+        for alt, (i, j) in enumerate(owners):
+            for needs in _needs(patterns[i][j]):
+                key = min(needs, key=_rarity, default=None)
+                if key is None or _rarity(key)[0] == math.inf:
+                    raise ValueError(f"no word is needed to match {patterns[i][j]!r}")
+                rest = sorted(needs - {key}, key=_rarity)
+                for word in key:
+                    index.setdefault(word, []).append(len(ways))
+                ways.append((alt, tuple(checks.setdefault(_check(n), len(checks)) for n in rest)))
+        return cls(
+            owners,
+            {w: tuple(ids) for w, ids in index.items()},
+            tuple(ways),
+            tuple(checks),
+            frozenset(index),
+        )
+
+    def live(
+        self, present: AbstractSet[str], words: AbstractSet[str], low: str
+    ) -> dict[int, list[int]]:
+        """pattern -> its alternatives that can match (in order), given the
+        text's words and the subset `present` of them that are keys."""
+        ways, checks, index = self.ways, self.checks, self.index
+        candidates: set[int] = set()
+        for word in present:
+            candidates.update(index[word])
+        live: set[int] = set()
+        seen: dict[int, bool] = {}
+        for way in candidates:
+            alt, rest = ways[way]
+            if alt in live:
+                continue
+            for check in rest:
+                ok = seen.get(check)
+                if ok is None:
+                    need_words, substrings = checks[check]
+                    ok = seen[check] = not need_words.isdisjoint(words) or (
+                        bool(substrings) and any(map(low.__contains__, substrings))
+                    )
+                if not ok:
+                    break
+            else:
+                live.add(alt)
+        by_pattern: dict[int, list[int]] = {}
+        for alt in sorted(live):
+            i, j = self.owners[alt]
+            by_pattern.setdefault(i, []).append(j)
+        return by_pattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -864,13 +1540,9 @@ class _Rule:
     signal: str
     level: int
     label: str
-    pattern: re.Pattern[str]
+    alts: tuple[re.Pattern[str], ...]  # the pattern's top-level alternatives
     starts: frozenset[str]  # a match is tried only where one of these begins a word
-    gate: frozenset[str] = frozenset()  # one of these words must occur somewhere
-
-
-def _words(spaced: str) -> frozenset[str]:
-    return frozenset(spaced.split())
+    gate: frozenset[str]  # one of these words must occur somewhere
 
 
 _PHRASE_RULES: Final = tuple(
@@ -879,19 +1551,35 @@ _PHRASE_RULES: Final = tuple(
         signal,
         level,
         label,
-        re.compile(pattern),
-        frozenset(starts.split()),
-        frozenset(gate.split()),
+        tuple(re.compile(alt) for alt in _top_level(pattern)),
+        _words(starts),
+        _words(gate) or _words(starts),
     )
     for group, signal, level, label, starts, gate, pattern in _PHRASES
 )
-# Indexed by each rule's rarer word set, so a text pays one set intersection
-# for all phrase rules together.
-_TRIGGERS: Final = frozenset().union(*((r.gate or r.starts) for r in _PHRASE_RULES))
-_TRIGGER_INDEX: Final[dict[str, tuple[int, ...]]] = {
-    word: tuple(i for i, r in enumerate(_PHRASE_RULES) if word in (r.gate or r.starts))
-    for word in _TRIGGERS
-}
+_PHRASE_WAYS: Final = _Ways.of([[a.pattern for a in r.alts] for r in _PHRASE_RULES])
+# Every phrase's gate words, for the leetspeak check.
+_TRIGGERS: Final = frozenset().union(*(r.gate for r in _PHRASE_RULES))
+
+
+def _leet_spellings(words: frozenset[str]) -> frozenset[str]:
+    """The words that `_LEET` maps onto one of `words` and that mix letters
+    and digits: a set lookup then replaces translating every such word."""
+    if not all(w.isascii() and w.isalpha() for w in words):
+        raise ValueError("leetspeak triggers must be ASCII letters")
+    digit_for = {str(letter): chr(digit) for digit, letter in _LEET.items()}
+    out: set[str] = set()
+    for word in words:
+        options = [(c, digit_for[c]) if c in digit_for else (c,) for c in word]
+        out.update(
+            spelling
+            for spelling in map("".join, product(*options))
+            if not spelling.isalpha() and not spelling.isdigit()
+        )
+    return frozenset(out)
+
+
+_LEET_SPELLINGS: Final = _leet_spellings(_TRIGGERS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -939,6 +1627,10 @@ _TEMPLATE_RULES: Final = (
     ),
 )
 _TEMPLATE_CHARS: Final = ("<", "[", ":", "#")
+_TEMPLATE_WAYS: Final = _Ways.of([_top_level(r.pattern.pattern) for r in _TEMPLATE_RULES])
+
+# The words without one of which no rule can match; most texts have none.
+_KEYS: Final = _PHRASE_WAYS.keys | _TEMPLATE_WAYS.keys | _ROT13_HINTS | _LEET_SPELLINGS
 
 
 @dataclass(frozen=True, slots=True)
@@ -990,38 +1682,39 @@ def _search_windows(rule: _WindowRule, s: str, keys: list[str]) -> re.Match[str]
     return rule.pattern.search(s, lo, hi) if hi > lo else None
 
 
-def _match_at_starts(rule: _Rule, s: str, keys: list[str]) -> re.Match[str] | None:
-    """Try the pattern only where one of `keys` begins a word."""
-    match = rule.pattern.match
+def _match_at_starts(alts: list[re.Pattern[str]], s: str, keys: list[str]) -> re.Match[str] | None:
+    """Try the alternatives, in order, only where one of `keys` begins a word."""
     for key in keys:
         i = s.find(key)
         while i != -1:
             if i == 0 or not s[i - 1].isalnum():
-                m = match(s, i)
-                if m:
-                    return m
+                for alt in alts:
+                    m = alt.match(s, i)
+                    if m:
+                        return m
             i = s.find(key, i + 1)
     return None
 
 
-def _apply_phrases(low: str, words: set[str]) -> list[_Hit]:
-    present = _TRIGGERS.intersection(words)
-    if not present:
+def _apply_phrases(
+    low: str, words: AbstractSet[str], present: AbstractSet[str] | None = None
+) -> list[_Hit]:
+    keys = _PHRASE_WAYS.keys.intersection(words if present is None else present)
+    if not keys:
         return []
-    todo = sorted({i for word in present for i in _TRIGGER_INDEX[word]})
     hits: list[_Hit] = []
     done: set[str] = set()
     s = ""
-    for i in todo:
+    for i, alts in _PHRASE_WAYS.live(keys, words, low).items():
         rule = _PHRASE_RULES[i]
-        if rule.group in done:
+        if rule.group in done or rule.gate.isdisjoint(words):
             continue
-        keys = [w for w in rule.starts if w in words]
-        if not keys:
+        starts = [w for w in rule.starts if w in words]
+        if not starts:
             continue
         # Whitespace is collapsed only for text that reaches a pattern.
         s = s or " ".join(low.split())
-        m = _match_at_starts(rule, s, keys)
+        m = _match_at_starts([rule.alts[j] for j in alts], s, starts)
         if m is None:
             continue
         if rule.label == _EXTRACT_GENERIC_LABEL and _HOWTO.search(
@@ -1034,30 +1727,36 @@ def _apply_phrases(low: str, words: set[str]) -> list[_Hit]:
     return hits
 
 
-def _phrase_hits(low: str, words: set[str]) -> list[_Hit]:
-    hits = _apply_phrases(low, words)
+def _phrase_hits(
+    low: str, words: AbstractSet[str], present: AbstractSet[str] | None = None
+) -> list[_Hit]:
+    hits = _apply_phrases(low, words, present)
     if hits:
         return hits
-    # Leetspeak can only hide a trigger in a word that mixes letters and digits.
-    mixed = [w for w in words if not w.isalpha() and not w.isdigit()]
-    if not mixed or _TRIGGERS.isdisjoint({w.translate(_LEET) for w in mixed}):
+    # Leetspeak matters only where a word is a leet spelling of a trigger.
+    if _LEET_SPELLINGS.isdisjoint(words if present is None else present):
         return hits
     leet = low.translate(_LEET)
     return _apply_phrases(leet, set(_tokens(leet)))
 
 
-def _template_hits(text: str, low: str, words: set[str]) -> list[_Hit]:
+def _template_hits(
+    text: str, low: str, words: AbstractSet[str], present: AbstractSet[str]
+) -> list[_Hit]:
     hits: list[_Hit] = []
-    marks = [c for c in _TEMPLATE_CHARS if c in low]
+    found = _TEMPLATE_WAYS.keys.intersection(present)
+    live = _TEMPLATE_WAYS.live(found, words, low) if found else {}
+    marks = [c for c in _TEMPLATE_CHARS if c in low] if live else []
     if marks:
-        for rule in _TEMPLATE_RULES:
+        for i in live:
+            rule = _TEMPLATE_RULES[i]
             keys = [*rule.anchors.intersection(words)]
             keys += [x for x in rule.literals if x[0] in marks and x in low]
             m = _search_windows(rule, low, keys) if keys else None
             if m:
                 hits.append(_Hit(rule.signal, rule.level, rule.label, m.group()))
                 break
-    if not hits and "INST]" in text:
+    if not hits and "]" in text and "INST]" in text:
         # Llama's markers are case-sensitive special tokens; lowercase
         # "[inst]" is ordinary code ("[inst] = ...") and must not match.
         if "[INST]" in text:
@@ -1165,69 +1864,147 @@ def _entity_text(blob: str) -> str | None:
     return _as_text(html.unescape(blob[:_BLOB_DECODE_CHARS]).encode("utf-8", "surrogatepass"))
 
 
-def _blob_spans(text: str, low: str, toks: list[str]) -> Iterator[tuple[int, int]]:
-    """Where base64 or hex blobs may sit: around long runs of letters and digits."""
-    if max(map(len, toks), default=0) < _LONG_TOKEN:
-        return
-    if not text.isascii():
-        # Offsets in the casefolded text would not match; scan it all.
-        yield 0, len(text)
-        return
-    seen: set[str] = set()
-    for tok in toks:
-        # Encoded runs mix letters and digits; identifiers and numbers do not.
-        if len(tok) < _LONG_TOKEN or tok in seen or tok.isalpha() or tok.isdigit():
+def _image(keep: str) -> bytes:
+    """A translation table: bytes in `keep` become "a", all others a space."""
+    return bytes(0x61 if chr(b) in keep else 0x20 for b in range(256))
+
+
+_ALNUM_CHARS: Final = "".join(chr(b) for b in range(128) if chr(b).isalnum())
+_ALNUM_IMAGE: Final = _image(_ALNUM_CHARS)
+_B64_IMAGE: Final = _image(_ALNUM_CHARS + "+/_-")
+_B64_GLUE: Final = frozenset(b"+/_-")  # base64 characters that split words
+_HEX_IMAGE: Final = _image("0123456789abcdefABCDEF")
+_LOWER_HEX: Final = b"0123456789abcdef"
+_LONG_RUN: Final = b"a" * _LONG_TOKEN
+_B64_MIN: Final = 24
+_HEX_RUN: Final = b"a" * 32
+
+
+def _blobs(raw: bytes) -> Iterator[tuple[str, bool]]:
+    """Base64 (True) or hex (False) runs that hold a word of 16+ letters and
+    digits mixed, in text order, each once (for up to _MAX_BLOBS words).
+
+    `raw` is the UTF-8 of the original text (base64 is case-sensitive).
+    Encoded text mixes letters and digits; identifiers and numbers do not. A
+    base64 run is taken whole, from separator to separator, so that it
+    decodes from its start; base64 wrapped into lines yields every line.
+    """
+    alnum = raw.translate(_ALNUM_IMAGE)
+    b64 = b""
+    seen: set[bytes] = set()
+    decoded_from: set[int] = set()
+    at = alnum.find(_LONG_RUN)
+    while at != -1:
+        end = alnum.find(b" ", at)
+        end = len(raw) if end == -1 else end
+        token = raw[at:end]
+        if token in seen or token.isalpha() or token.isdigit():
+            at = alnum.find(_LONG_RUN, end)
             continue
-        seen.add(tok)
-        at = low.find(tok)
-        # A blob starts a little before its first long run of letters and
-        # digits; reach back so that base64 keeps its 4-character alignment.
-        yield max(0, at - 256), at + len(tok) + _BLOB_DECODE_CHARS
+        seen.add(token)
+        glued = (at and raw[at - 1] in _B64_GLUE) or (end < len(raw) and raw[end] in _B64_GLUE)
+        if not glued and not token.translate(None, _LOWER_HEX):
+            # A lowercase hex word on its own (hash, id): it never decodes
+            # from base64 to anything with a space, which text has (see
+            # _as_text); as hex, a space is "20".
+            if len(token) >= len(_HEX_RUN) and b"20" in token:
+                yield token.decode("ascii"), False
+        else:
+            # The whole base64 run, so that decoding starts where it does.
+            lo, hi = at, end
+            if glued:
+                b64 = b64 or raw.translate(_B64_IMAGE)
+                lo = b64.rfind(b" ", 0, at) + 1
+                hi = b64.find(b" ", end)
+                hi = len(raw) if hi == -1 else hi
+            if hi - lo >= _B64_MIN and lo not in decoded_from:
+                decoded_from.add(lo)
+                yield raw[lo:hi].decode("ascii"), True
+            # A hex run cannot reach past the word's ends (they are not hex).
+            image = token.translate(_HEX_IMAGE)
+            h = image.find(_HEX_RUN)
+            if h != -1:
+                h_end = image.find(b" ", h)
+                run = token[h : len(token) if h_end == -1 else h_end]
+                if b"20" in run:
+                    yield run.decode("ascii"), False
         if len(seen) >= _MAX_BLOBS:
             return
+        at = alnum.find(_LONG_RUN, end)
 
 
-_BLOB_DECODERS: Final[tuple[tuple[re.Pattern[str], Callable[[str], str | None]], ...]] = (
-    (_B64_BLOB, _b64_text),
-    (_HEX_BLOB, _hex_text),
-)
+def _runs(text: str, opener: str, pattern: re.Pattern[str]) -> Iterator[str]:
+    """`pattern.finditer` for a pattern that starts with `opener`, cheaply."""
+    i = text.find(opener)
+    while i != -1:
+        m = pattern.match(text, i)
+        if m:
+            yield m.group()
+            i = text.find(opener, m.end())
+        else:
+            i = text.find(opener, i + 1)
 
 
-def _decoded_candidates(text: str, low: str, toks: list[str], words: set[str]) -> Iterator[str]:
-    """Text hidden in base64, hex, percent/entity escapes or rot13."""
-    budget = _MAX_BLOBS
-    covered = -1
-    for lo, hi in _blob_spans(text, low, toks):
-        if hi <= covered:
+def _pct_runs(text: str) -> Iterator[str]:
+    """URL-encoded runs: only where six escapes sit close enough together."""
+    escapes = [m.start() for m in _PCT_ESCAPE.finditer(text)]
+    pos = cluster = 0
+    for k in range(1, len(escapes) + 1):
+        if k < len(escapes) and escapes[k] - escapes[k - 1] <= 3 + _PCT_GAP:
             continue
-        for pattern, decode in _BLOB_DECODERS:
-            m = pattern.search(text, max(lo, covered), hi)
-            # A run of letters only is a word or identifier, not an encoding.
-            if m is None or m.group().isalpha():
-                continue
-            decoded = decode(m.group())
+        first, last, count = escapes[cluster], escapes[k - 1], k - cluster
+        cluster = k
+        if count >= 6 and last >= pos:
+            while m := _PCT_RUN.search(text, max(pos, first - _PCT_GAP), last + 3):
+                # The search stopped at the cluster's end; the run may go on.
+                run = (_PCT_RUN.match(text, m.start()) or m).group()
+                pos = m.start() + len(run)
+                yield run
+                if pos > last:
+                    break
+
+
+def _long_mixed(words: AbstractSet[str]) -> bool:
+    """Whether a word of 16+ characters mixes letters and digits, as encoded
+    runs do (and identifiers and numbers do not)."""
+    return any(not w.isalpha() and not w.isdigit() for w in words if len(w) >= _LONG_TOKEN)
+
+
+def _decoded_candidates(
+    text: str, low: str, present: AbstractSet[str], blobs: bool
+) -> Iterator[str]:
+    """Text hidden in base64, hex, percent/entity escapes or rot13.
+
+    `present`: the text's words among `_KEYS`; `blobs`: whether to look for
+    base64 and hex runs (see _long_mixed).
+    """
+    budget = _MAX_BLOBS
+    if blobs:
+        for blob, is_b64 in _blobs(text.encode("utf-8", "surrogatepass")):
+            decoded = _b64_text(blob) if is_b64 else _hex_text(blob)
             if decoded:
                 yield decoded
             budget -= 1
             if budget <= 0:
                 return
-        covered = hi
-    escapes: list[tuple[re.Pattern[str], Callable[[str], str | None]]] = []
-    if "\\x" in text:
-        escapes.append((_HEX_ESCAPES, _escape_text))
-    if "%" in text:
-        escapes.append((_PCT_RUN, _pct_text))
-    if "&#" in text:
-        escapes.append((_ENTITY_RUN, _entity_text))
-    for pattern, decode in escapes:
-        for m in pattern.finditer(text):
-            decoded = decode(m.group())
+    # One-character memchr checks first: a two-character search or a count
+    # costs a full pass even when the opener is absent.
+    escapes: list[tuple[Iterator[str], Callable[[str], str | None]]] = []
+    if "\\" in text and "\\x" in text:
+        escapes.append((_runs(text, "\\x", _HEX_ESCAPES), _escape_text))
+    if "%" in text and text.count("%") >= 6:
+        escapes.append((_pct_runs(text), _pct_text))
+    if "&" in text and text.count("&#") >= 8:
+        escapes.append((_runs(text, "&#", _ENTITY_RUN), _entity_text))
+    for runs, decode in escapes:
+        for run in runs:
+            decoded = decode(run)
             if decoded:
                 yield decoded
             budget -= 1
             if budget <= 0:
                 return
-    if not _ROT13_HINTS.isdisjoint(words):
+    if not _ROT13_HINTS.isdisjoint(present):
         yield codecs.decode(" ".join(low[: _BLOB_DECODE_CHARS * 8].split()), "rot13")
 
 
@@ -1269,8 +2046,20 @@ class _Model:
         total = sum(map(self.weights.get, words, repeat(0.0)))
         # Normalised by all distinct words, known or not (as in training), so
         # unfamiliar text (code, other languages) stays near the bias.
-        z = self.bias + total / math.sqrt(len(words))
+        return self._probability(total, len(words))
+
+    def _probability(self, total: float, distinct: int) -> float:
+        z = self.bias + total / math.sqrt(distinct)
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    def score_known(self, toks: list[str], words: set[str], known: AbstractSet[str]) -> float:
+        """`score(toks, words)`, given `known` (the words with a weight, and
+        maybe some without): one lookup per known word instead of per word."""
+        if len(toks) > _MODEL_WINDOW or not self.aliases.keys().isdisjoint(known):
+            return self.score(toks, words)
+        if len(words) < _MODEL_MIN_WORDS:
+            return 0.0
+        return self._probability(sum(map(self.weights.get, known, repeat(0.0))), len(words))
 
 
 def _load_model() -> _Model | None:
@@ -1291,31 +2080,73 @@ def _load_model() -> _Model | None:
 _MODEL: Final = _load_model()
 
 
+def _lexicon() -> frozenset[str]:
+    """Every word that a rule checks or the model weighs."""
+    words = set(_KEYS)
+    for ways in (_PHRASE_WAYS, _TEMPLATE_WAYS):
+        for need_words, _ in ways.checks:
+            words |= need_words
+    for rule in _PHRASE_RULES:
+        words |= rule.gate | rule.starts
+    for window_rule in _TEMPLATE_RULES:
+        words |= window_rule.anchors
+    if _MODEL is not None:
+        words |= _MODEL.weights.keys() | _MODEL.aliases.keys()
+    return frozenset(words)
+
+
+_LEXICON: Final = _lexicon()
+
+
 # --------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------
 
 
-def _rules(text: str) -> tuple[list[_Hit], list[str], set[str]]:
-    """Rule hits, the words of the text, and its distinct words."""
-    invisible = not text.isascii() and _INVISIBLE_ANY.search(text) is not None
-    low = _casefolded(text, invisible)
-    toks = _tokens(low)
+def _rules(text: str) -> tuple[list[_Hit], list[str], set[str], frozenset[str]]:
+    """Rule hits; the words of the text, its distinct words, and those of
+    them in `_LEXICON` (all that rules and model look at)."""
+    invisible = False
+    if text.isascii():
+        low = text.lower()
+        toks = low.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+    elif (plain := _plain_punctuation(text)).isascii():
+        # Typographic quotes and dashes in English: NFKC and casefolding
+        # would leave these characters as they are, and then map them to
+        # ASCII, so this is the same text at the cost of a few replaces.
+        low = plain.lower()
+        toks = low.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+    else:
+        invisible = _has_invisible(plain)
+        low, low_raw = _fold(plain, invisible, plain=True)
+        toks = _split_words(low, low_raw)
     words = set(toks)
+    # One pass over the distinct words finds every one that a rule or the
+    # model can use; the rest of the work looks at those few only.
+    known = _LEXICON.intersection(words)
+    present = _KEYS.intersection(known)
     hits: list[_Hit] = []
     hidden: list[str] = []
     if invisible:
         hits, hidden = _invisible_hits(text)
-    hits.extend(_template_hits(text, low, words))
-    hits.extend(_phrase_hits(low, words))
-    if any(_hidden_instruction(h) for h in hidden):
+    # Without a key word no phrase, template, leetspeak or rot13 rule can
+    # match; only Llama's case-sensitive markers are left to look for.
+    if present or "]" in text:
+        hits.extend(_template_hits(text, low, known, present))
+    if present:
+        hits.extend(_phrase_hits(low, known, present))
+    if hidden and any(map(_hidden_instruction, hidden)):
         hits.append(_Hit("encoded_instruction", _DENY, "hidden instruction", ""))
-    elif not any(h.level == _DENY for h in hits):
-        for decoded in _decoded_candidates(text, low, toks, words):
-            if _hidden_instruction(decoded):
-                hits.append(_Hit("encoded_instruction", _DENY, "encoded instruction", ""))
-                break
-    return hits, toks, words
+    elif not hits or all(h.level != _DENY for h in hits):
+        # Encoded runs are long words that mix in digits; escapes need their
+        # opener (a memchr each); rot13 needs one of its hint words.
+        blobs = max(map(len, words), default=0) >= _LONG_TOKEN and _long_mixed(words)
+        if blobs or any(map(text.__contains__, "\\%&")) or not _ROT13_HINTS.isdisjoint(present):
+            for decoded in _decoded_candidates(text, low, present, blobs):
+                if _hidden_instruction(decoded):
+                    hits.append(_Hit("encoded_instruction", _DENY, "encoded instruction", ""))
+                    break
+    return hits, toks, words, known
 
 
 def rule_hits(text: str) -> list[tuple[str, str]]:
@@ -1335,10 +2166,11 @@ def assess(text: str) -> InjectionAssessment:
     """Classify one untrusted text segment."""
     if not text or text.isspace():
         return _ALLOW
-    hits, toks, words = _rules(text)
-    level = max((h.level for h in hits), default=0)
-    if _MODEL is not None and level < _DENY:
-        p = _MODEL.score(toks, words)
+    hits, toks, words, known = _rules(text)
+    level = max(h.level for h in hits) if hits else 0
+    # Fewer distinct words than the model reads (in any window) score 0.
+    if _MODEL is not None and level < _DENY and len(words) >= _MODEL_MIN_WORDS:
+        p = _MODEL.score_known(toks, words, known)
         if p >= _MODEL.deny_at:
             hits.append(_Hit("model_score", _DENY, f"classifier score {p:.2f}", ""))
         elif p >= _MODEL.review_at:
