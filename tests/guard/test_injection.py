@@ -9,6 +9,7 @@ import os
 import random
 import time
 import urllib.parse
+from typing import cast
 
 import pytest
 
@@ -469,7 +470,7 @@ def _in_class(char: str, items: list[tuple[object, object]]) -> bool:
         elif op is sre.LITERAL:
             found |= ord(char) == av
         elif op is sre.RANGE:
-            lo, hi = av  # type: ignore[misc]
+            lo, hi = cast("tuple[int, int]", av)
             found |= lo <= ord(char) <= hi
         elif op is sre.CATEGORY:
             found |= {

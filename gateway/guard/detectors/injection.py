@@ -806,6 +806,8 @@ _PHRASES: Final[tuple[tuple[str, str, int, str, str, str, str], ...]] = (
         " credentials password passwords passphrase passphrases env environment private ssh"
         " session secrets usernames",
         _SECRET_NOUNS,
+        # The noun ends a word ("your api keyring" is no key), which also
+        # lets the word gate (see _Ways) require it.
         r"\b(?:print|reveal|show|tell|give|output|display|dump|send|leak|expose|share"
         r"|disclose|email|post|upload|provide|exfiltrate|read\W+out|what\W+(?:is|are))\b"
         rf"{_GAP5}(?:your|all\W+(?:of\W+)?(?:your|the)|the\W+(?:system|server|host|environment)"
