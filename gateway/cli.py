@@ -16,7 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from gateway import __version__
-from gateway.config.loader import LoadedConfig, collect, embedded_default
+from gateway.config.loader import LoadedConfig, collect, load
 from gateway.errors import ConfigError
 from gateway.guard.decision import Decision
 from gateway.guard.pipeline import Guard
@@ -28,15 +28,6 @@ log = logging.getLogger("reefgate")
 def _default_config_dir() -> Path | None:
     here = Path("config")
     return here if (here / "gateway.yaml").is_file() else None
-
-
-def _load(config_dir: Path | None) -> LoadedConfig:
-    if config_dir is None:
-        return embedded_default()
-    loaded, issues = collect(config_dir)
-    if loaded is None:
-        raise ConfigError(issues)
-    return loaded
 
 
 def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
@@ -83,12 +74,8 @@ async def _serve(config: LoadedConfig, host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    config_dir = args.config if args.config is not None else _default_config_dir()
-    try:
-        config = _load(config_dir)
-    except ConfigError as exc:
-        for issue in exc.issues:
-            print(f"error: {issue}", file=sys.stderr)
+    config = _config_for(args)
+    if config is None:
         return 2
     host = args.host or config.gateway.listen.host
     port = args.port if args.port is not None else config.gateway.listen.port
@@ -124,7 +111,7 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 def _config_for(args: argparse.Namespace) -> LoadedConfig | None:
     config_dir = args.config if args.config is not None else _default_config_dir()
     try:
-        return _load(config_dir)
+        return load(config_dir)
     except ConfigError as exc:
         for issue in exc.issues:
             print(f"error: {issue}", file=sys.stderr)

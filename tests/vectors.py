@@ -17,6 +17,11 @@ def reef_vectors() -> Path:
     return path
 
 
+def corpora() -> Path:
+    """The public labelled corpora; REEFGATE_CORPORA overrides the location."""
+    return Path(os.environ.get("REEFGATE_CORPORA", REPO.parent / "shared" / "corpora"))
+
+
 def load_cases(name: str) -> list[dict[str, Any]]:
     data = json.loads((reef_vectors() / name).read_text(encoding="utf-8"))
     cases: list[dict[str, Any]] = data["cases"]

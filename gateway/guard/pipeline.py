@@ -204,10 +204,6 @@ class Guard:
             cache.put(key, seen, now)
         return seen
 
-    def floor(self, segments: Sequence[Segment]) -> Decision:
-        now = monotonic()
-        return _floor_decision([(seg, self._seen(seg.text, now)) for seg in segments])
-
     # -- verdicts, cached and shared in flight --
 
     async def _cached(self, key: str, produce: Callable[[], Awaitable[Verdict]]) -> Verdict:

@@ -19,9 +19,10 @@ from gateway.guard.classifiers.providers import OpenAICompatibleChat
 from gateway.guard.verdict import GuardRequest
 from tests.conftest import Stack, StackFactory
 from tests.guard.fake_classifier import PINNED, FakeClassifier
+from tests.vectors import corpora
 
 REEFGATE = Path(sys.executable).with_name("reefgate")
-CORPORA = Path(__file__).resolve().parents[3] / "shared" / "corpora"
+CORPORA = corpora()
 
 
 def _write_config(root: Path, gateway_yaml: str, teams: dict[str, str]) -> Path:

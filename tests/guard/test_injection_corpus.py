@@ -10,17 +10,15 @@ model was trained on; the held-out (by source) figures come from
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from gateway.guard.detectors.injection import assess
+from tests.vectors import corpora
 
-CORPORA = Path(
-    os.environ.get("REEFGATE_CORPORA") or Path(__file__).resolve().parents[3] / "shared" / "corpora"
-)
+CORPORA = corpora()
 
 # file -> (minimum recall of positives, maximum flagged rate of negatives)
 FLOORS: dict[str, tuple[float | None, float | None]] = {

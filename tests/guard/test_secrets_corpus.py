@@ -8,7 +8,6 @@ Run with ``-s`` to see recall and false-positive rate per file and per source ru
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gateway.guard.detectors.secrets import scan
+from tests.vectors import corpora
 
 # file -> (minimum recall on positives, maximum false-positive rate on negatives)
 FLOORS: dict[str, tuple[float, float]] = {
@@ -25,10 +25,7 @@ FLOORS: dict[str, tuple[float, float]] = {
 
 
 def corpora_dir() -> Path:
-    override = os.environ.get("REEFGATE_CORPORA")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[3] / "shared" / "corpora"
+    return corpora()
 
 
 @dataclass
