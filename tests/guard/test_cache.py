@@ -1,0 +1,51 @@
+"""The detectors' per-text cache: bounded, oldest out first, entries expire."""
+
+from __future__ import annotations
+
+from gateway.guard.cache import TextCache
+
+
+def test_hit_and_miss() -> None:
+    cache: TextCache[str, int] = TextCache(maxsize=4, ttl=10.0)
+    cache.put("a", 1, now=0.0)
+    assert cache.get("a", now=5.0) == 1
+    assert cache.get("b", now=5.0) is None
+
+
+def test_expired_entry_is_a_miss_and_is_dropped() -> None:
+    cache: TextCache[str, int] = TextCache(maxsize=4, ttl=10.0)
+    cache.put("a", 1, now=0.0)
+    assert cache.get("a", now=10.5) is None
+    assert len(cache) == 0
+
+
+def test_full_cache_evicts_oldest_inserted_first() -> None:
+    cache: TextCache[int, int] = TextCache(maxsize=3, ttl=100.0)
+    for key in range(3):
+        cache.put(key, key, now=0.0)
+    cache.get(0, now=1.0)  # a hit does not refresh an entry
+    cache.put(3, 3, now=1.0)
+    assert cache.get(0, now=1.0) is None
+    assert [cache.get(k, now=1.0) for k in (1, 2, 3)] == [1, 2, 3]
+    assert len(cache) == 3
+
+
+def test_reinserting_a_key_moves_it_to_the_back() -> None:
+    cache: TextCache[int, int] = TextCache(maxsize=2, ttl=100.0)
+    cache.put(0, 0, now=0.0)
+    cache.put(1, 1, now=0.0)
+    cache.put(0, 10, now=0.0)
+    cache.put(2, 2, now=0.0)
+    assert cache.get(1, now=0.0) is None
+    assert cache.get(0, now=0.0) == 10
+
+
+def test_steady_state_eviction_keeps_the_newest_window() -> None:
+    # Many more inserts than the size: what is left is exactly the last `maxsize`.
+    cache: TextCache[int, int] = TextCache(maxsize=1000, ttl=100.0)
+    for key in range(50_000):
+        cache.put(key, key, now=0.0)
+    assert len(cache) == 1000
+    assert cache.get(48_999, now=0.0) is None
+    assert cache.get(49_000, now=0.0) == 49_000
+    assert cache.get(49_999, now=0.0) == 49_999
