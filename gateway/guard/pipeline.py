@@ -53,6 +53,8 @@ from gateway.wire.base import Segment, Trust
 # detectors' fixed cost per call, and tool names and short replies recur on
 # every turn of a conversation.
 _CACHE_MIN_CHARS = 1
+# Texts up to this long are their own cache key; longer ones are keyed by digest.
+_KEY_BY_VALUE_CHARS = 256
 
 # The identity of the embedded injection detector in cache keys and verdicts.
 HEURISTIC_MODEL = "reefgate-heuristics-1"
@@ -136,7 +138,7 @@ class Guard:
         self._teams = dict(teams)
         self._env = dict(env)
         cache = gateway.guard.cache
-        self._texts: TextCache[bytes, _Seen] | None = (
+        self._texts: TextCache[str | bytes, _Seen] | None = (
             TextCache(cache.size, cache.ttl_s) if cache.size else None
         )
         self._verdicts: TTLCache[str, Verdict] | None = (
@@ -196,7 +198,13 @@ class Guard:
         if cache is None or len(text) < _CACHE_MIN_CHARS:
             self.bytes_scanned += len(text)
             return _Seen(tuple(secrets.scan(text)))
-        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        # Short texts key themselves: a str hash and compare cost less than
+        # encoding and hashing, and they bound what the cache holds per entry.
+        key: str | bytes = (
+            text
+            if len(text) <= _KEY_BY_VALUE_CHARS
+            else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        )
         seen = cache.get(key, now)
         if seen is None:
             self.bytes_scanned += len(text)
