@@ -569,16 +569,6 @@ def test_template_gates_never_hide_a_match() -> None:
     assert checked > 100
 
 
-def test_every_gate_word_is_in_the_lexicon() -> None:
-    # Rules read only the lexicon's part of a text's words.
-    for ways in (injection._PHRASE_WAYS, injection._TEMPLATE_WAYS):
-        assert ways.keys <= injection._LEXICON
-        for words, _ in ways.checks:
-            assert words <= injection._LEXICON
-    for rule in injection._PHRASE_RULES:
-        assert rule.gate | rule.starts <= injection._LEXICON
-
-
 def test_leet_spellings_match_translating_every_mixed_word() -> None:
     rnd = random.Random(99)
     letters = "abcdeilnorstuvwxyz013457"
@@ -624,18 +614,6 @@ def test_astral_check() -> None:
     assert injection._may_be_astral("x" * 500 + "\U000e0041")
 
 
-def test_model_fast_path_equals_full_score() -> None:
-    model = injection._MODEL
-    assert model is not None
-    rnd = random.Random(5)
-    vocab = sorted(model.weights) + sorted(model.aliases)
-    for _ in range(200):
-        toks = rnd.choices(vocab, k=rnd.randint(0, 60)) + [f"w{rnd.randint(0, 40)}"] * 3
-        words = set(toks)
-        known = injection._LEXICON & words
-        assert model.score_known(toks, words, known) == pytest.approx(model.score(toks, words))
-
-
 def test_base64_split_into_lines_is_decoded() -> None:
     # MIME wraps base64 at 76 characters; the instruction sits on line two.
     preface = "Weekly status: builds are green and the release is on track."
@@ -654,3 +632,37 @@ def test_hashes_and_uuids_are_not_decoded() -> None:
     )
     assert list(injection._blobs(text.encode())) == []
     _allowed(text)
+
+
+_REASONS_SCRIPT = """
+import json, sys
+from pathlib import Path
+from gateway.guard.detectors.injection import assess
+for path in sorted(Path(sys.argv[1]).glob("injection_*.jsonl")):
+    for line in path.open(encoding="utf-8"):
+        text = json.loads(line).get("text")
+        if isinstance(text, str):
+            print(assess(text).reason)
+"""
+
+
+def test_reasons_do_not_depend_on_the_hash_seed() -> None:
+    # Rule words live in sets, whose order follows PYTHONHASHSEED; the quoted
+    # match in a verdict must be the same in every process.
+    import subprocess
+    import sys
+
+    from tests.vectors import corpora
+
+    outputs = []
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [sys.executable, "-c", _REASONS_SCRIPT, str(corpora())],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        outputs.append(done.stdout)
+    assert outputs[0].count("\n") > 1000
+    assert outputs[0] == outputs[1]

@@ -21,8 +21,8 @@ cost little more than reading its words. CPython's regex engine spends
 and set operations cost far less, so no regex scans the whole text:
 
 * the text is casefolded and split into words once (C-level passes); one set
-  intersection with ``_LEXICON`` keeps the few words that any rule or the
-  model looks at, and everything after reads those;
+  intersection with the rules' key words finds the few that can start a rule,
+  and the model sums its weights over the distinct words;
 * each phrase rule is split into its top-level alternatives, and the words
   that every match of an alternative must contain are derived from the regex
   when the module loads (``_Shapes``, ``_Ways``); the rarest of them index
@@ -1685,16 +1685,24 @@ def _search_windows(rule: _WindowRule, s: str, keys: list[str]) -> re.Match[str]
 
 
 def _match_at_starts(alts: list[re.Pattern[str]], s: str, keys: list[str]) -> re.Match[str] | None:
-    """Try the alternatives, in order, only where one of `keys` begins a word."""
+    """The leftmost match of the alternatives (tried in order at each
+    position), looked for only where one of `keys` begins a word.
+
+    Leftmost, not first found per key: `keys` comes from a set, whose order
+    changes with the hash seed, and the quote in a verdict must not.
+    """
+    positions: set[int] = set()
     for key in keys:
         i = s.find(key)
         while i != -1:
             if i == 0 or not s[i - 1].isalnum():
-                for alt in alts:
-                    m = alt.match(s, i)
-                    if m:
-                        return m
+                positions.add(i)
             i = s.find(key, i + 1)
+    for i in sorted(positions):
+        for alt in alts:
+            m = alt.match(s, i)
+            if m:
+                return m
     return None
 
 
@@ -2054,15 +2062,6 @@ class _Model:
         z = self.bias + total / math.sqrt(distinct)
         return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
-    def score_known(self, toks: list[str], words: set[str], known: AbstractSet[str]) -> float:
-        """`score(toks, words)`, given `known` (the words with a weight, and
-        maybe some without): one lookup per known word instead of per word."""
-        if len(toks) > _MODEL_WINDOW or not self.aliases.keys().isdisjoint(known):
-            return self.score(toks, words)
-        if len(words) < _MODEL_MIN_WORDS:
-            return 0.0
-        return self._probability(sum(map(self.weights.get, known, repeat(0.0))), len(words))
-
 
 def _load_model() -> _Model | None:
     try:
@@ -2082,32 +2081,13 @@ def _load_model() -> _Model | None:
 _MODEL: Final = _load_model()
 
 
-def _lexicon() -> frozenset[str]:
-    """Every word that a rule checks or the model weighs."""
-    words = set(_KEYS)
-    for ways in (_PHRASE_WAYS, _TEMPLATE_WAYS):
-        for need_words, _ in ways.checks:
-            words |= need_words
-    for rule in _PHRASE_RULES:
-        words |= rule.gate | rule.starts
-    for window_rule in _TEMPLATE_RULES:
-        words |= window_rule.anchors
-    if _MODEL is not None:
-        words |= _MODEL.weights.keys() | _MODEL.aliases.keys()
-    return frozenset(words)
-
-
-_LEXICON: Final = _lexicon()
-
-
 # --------------------------------------------------------------------------
 # Entry points
 # --------------------------------------------------------------------------
 
 
-def _rules(text: str) -> tuple[list[_Hit], list[str], set[str], frozenset[str]]:
-    """Rule hits; the words of the text, its distinct words, and those of
-    them in `_LEXICON` (all that rules and model look at)."""
+def _rules(text: str) -> tuple[list[_Hit], list[str], set[str]]:
+    """Rule hits, the words of the text and its distinct words."""
     invisible = False
     if text.isascii():
         low = text.lower()
@@ -2123,10 +2103,9 @@ def _rules(text: str) -> tuple[list[_Hit], list[str], set[str], frozenset[str]]:
         low, low_raw = _fold(plain, invisible, plain=True)
         toks = _split_words(low, low_raw)
     words = set(toks)
-    # One pass over the distinct words finds every one that a rule or the
-    # model can use; the rest of the work looks at those few only.
-    known = _LEXICON.intersection(words)
-    present = _KEYS.intersection(known)
+    # The rules test small word sets against `words`, so only the key words
+    # need a pass over it; each lookup in a big set is a likely cache miss.
+    present = _KEYS.intersection(words)
     hits: list[_Hit] = []
     hidden: list[str] = []
     if invisible:
@@ -2134,9 +2113,9 @@ def _rules(text: str) -> tuple[list[_Hit], list[str], set[str], frozenset[str]]:
     # Without a key word no phrase, template, leetspeak or rot13 rule can
     # match; only Llama's case-sensitive markers are left to look for.
     if present or "]" in text:
-        hits.extend(_template_hits(text, low, known, present))
+        hits.extend(_template_hits(text, low, words, present))
     if present:
-        hits.extend(_phrase_hits(low, known, present))
+        hits.extend(_phrase_hits(low, words, present))
     if hidden and any(map(_hidden_instruction, hidden)):
         hits.append(_Hit("encoded_instruction", _DENY, "hidden instruction", ""))
     elif not hits or all(h.level != _DENY for h in hits):
@@ -2148,7 +2127,7 @@ def _rules(text: str) -> tuple[list[_Hit], list[str], set[str], frozenset[str]]:
                 if _hidden_instruction(decoded):
                     hits.append(_Hit("encoded_instruction", _DENY, "encoded instruction", ""))
                     break
-    return hits, toks, words, known
+    return hits, toks, words
 
 
 def rule_hits(text: str) -> list[tuple[str, str]]:
@@ -2168,11 +2147,11 @@ def assess(text: str) -> InjectionAssessment:
     """Classify one untrusted text segment."""
     if not text or text.isspace():
         return _ALLOW
-    hits, toks, words, known = _rules(text)
+    hits, toks, words = _rules(text)
     level = max(h.level for h in hits) if hits else 0
     # Fewer distinct words than the model reads (in any window) score 0.
     if _MODEL is not None and level < _DENY and len(words) >= _MODEL_MIN_WORDS:
-        p = _MODEL.score_known(toks, words, known)
+        p = _MODEL.score(toks, words)
         if p >= _MODEL.deny_at:
             hits.append(_Hit("model_score", _DENY, f"classifier score {p:.2f}", ""))
         elif p >= _MODEL.review_at:
