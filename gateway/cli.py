@@ -41,6 +41,10 @@ def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
         runner.run(main())
 
 
+# CPython's default is 700 allocations.
+_GC_YOUNG_THRESHOLD = 10_000
+
+
 async def _serve(config: LoadedConfig, host: str, port: int) -> None:
     from gateway.app import make_app
 
@@ -56,6 +60,11 @@ async def _serve(config: LoadedConfig, host: str, port: int) -> None:
     # full collections from walking it again and again under load.
     gc.collect()
     gc.freeze()
+    # A young collection walks every live young object, and under concurrency
+    # that is mostly the same in-flight requests' objects each time, however
+    # few were allocated since the last one: fewer, not smaller, collections
+    # are what save time (about 5% of CPU per request at c=50).
+    gc.set_threshold(_GC_YOUNG_THRESHOLD, 10, 10)
     for addr in runner.addresses:
         if isinstance(addr, tuple):
             print(
