@@ -34,5 +34,16 @@ class Metrics:
             registry=self.registry,
         )
 
+        # labels() validates, locks and looks up on every call; the label sets
+        # seen in practice are few (upstreams x decisions x categories).
+        self._request_children: dict[tuple[str, str, str], Counter] = {}
+
+    def count_request(self, upstream: str, decision: str, category: str) -> None:
+        key = (upstream, decision, category)
+        child = self._request_children.get(key)
+        if child is None:
+            child = self._request_children[key] = self.requests.labels(*key)
+        child.inc()
+
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -326,7 +326,7 @@ class ReverseProxy:
 
     def _write_audit(self, record: dict[str, Any]) -> None:
         upstream = record["upstream"] if record["upstream"] in self._routes else "unknown"
-        self._metrics.requests.labels(upstream, record["decision"], record["category"]).inc()
+        self._metrics.count_request(upstream, record["decision"], record["category"])
         try:
             self._audit.append("request", record)
         except Exception:
