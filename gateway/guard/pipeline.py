@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _encode_str
 
@@ -49,10 +49,8 @@ from gateway.guard.verdict import (
 )
 from gateway.wire.base import Segment, Trust
 
-# Every text is cached: even for a short one, hashing is cheaper than the
-# detectors' fixed cost per call, and tool names and short replies recur on
-# every turn of a conversation.
-_CACHE_MIN_CHARS = 1
+# Every text is cached, short ones too: a lookup is cheaper than the detectors'
+# fixed cost per call, and tool names and short replies recur on every turn.
 # Texts up to this long are their own cache key; longer ones are keyed by digest.
 _KEY_BY_VALUE_CHARS = 256
 
@@ -187,30 +185,40 @@ class Guard:
 
     # -- the floor --
 
-    def _seen(self, text: str, now: float) -> _Seen:
-        """What the deterministic detectors found in this exact text, computed once.
+    def _inspect(self, texts: Iterable[str], now: float) -> list[_Seen]:
+        """What the deterministic detectors found in each text, computed once per text.
 
         Both detectors are pure functions of the text, so their results are
-        keyed by its digest alone. `bytes_scanned` counts each distinct text
-        once, when it is first inspected.
+        keyed by the text alone (its digest when long). `bytes_scanned`
+        counts each distinct text once, when it is first inspected. One loop
+        for a request's texts: a call per segment is most of a hit's cost.
         """
         cache = self._texts
-        if cache is None or len(text) < _CACHE_MIN_CHARS:
-            self.bytes_scanned += len(text)
-            return _Seen(tuple(secrets.scan(text)))
-        # Short texts key themselves: a str hash and compare cost less than
-        # encoding and hashing, and they bound what the cache holds per entry.
-        key: str | bytes = (
-            text
-            if len(text) <= _KEY_BY_VALUE_CHARS
-            else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        )
-        seen = cache.get(key, now)
-        if seen is None:
-            self.bytes_scanned += len(text)
-            seen = _Seen(tuple(secrets.scan(text)))
-            cache.put(key, seen, now)
-        return seen
+        out: list[_Seen] = []
+        scanned = 0
+        if cache is None:
+            for text in texts:
+                scanned += len(text)
+                out.append(_Seen(tuple(secrets.scan(text))))
+            self.bytes_scanned += scanned
+            return out
+        get, put, sha256 = cache.get, cache.put, hashlib.sha256
+        for text in texts:
+            # Short texts key themselves: a str hash and compare cost less than
+            # encoding and hashing, and they bound what an entry holds.
+            key: str | bytes = (
+                text
+                if len(text) <= _KEY_BY_VALUE_CHARS
+                else sha256(text.encode("utf-8", "surrogatepass")).digest()
+            )
+            seen = get(key, now)
+            if seen is None:
+                scanned += len(text)
+                seen = _Seen(tuple(secrets.scan(text)))
+                put(key, seen, now)
+            out.append(seen)
+        self.bytes_scanned += scanned
+        return out
 
     # -- verdicts, cached and shared in flight --
 
@@ -282,7 +290,7 @@ class Guard:
         segment = Segment(
             "text", "peer", text, Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
         )
-        seen = self._seen(text, monotonic())
+        (seen,) = self._inspect([text], monotonic())
         floor = _floor_decision([(segment, seen)])
         if floor.action == "deny":
             return floor
@@ -297,23 +305,36 @@ class Guard:
     async def check(
         self, segments: Sequence[Segment], policy: TeamPolicy, source: str, destination: str
     ) -> Decision:
-        now = monotonic()
-        seen = [(segment, self._seen(segment.text, now)) for segment in segments]
-        floor = _floor_decision(seen)
+        seen = self._inspect([segment.text for segment in segments], monotonic())
+        floor = _floor_decision(zip(segments, seen, strict=True))
         if floor.action == "deny":
             return floor
         classifier = policy.classifier
         inbound = policy.inbound
+        # Without a classifier only untrusted text (and, per team, model output)
+        # is looked at again; most segments of a turn are neither.
+        skip_trusted = classifier is None and not inbound.model_output
         results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = []
         jobs: list[tuple[Segment, str, Awaitable[Verdict]]] = []
-        for segment, info in seen:
+        for segment, info in zip(segments, seen, strict=True):
+            if skip_trusted and segment.trust is not Trust.UNTRUSTED:
+                continue
             # The request path gets the floor only: it is routing, not content.
             if not segment.text or segment.role == "path":
                 continue
             if self._is_untrusted(segment, inbound):
-                verdict, signals = self._heuristic(info, segment.text, policy.policy_version)
-                if verdict.decision != "allow":
-                    results.append((segment, "inbound", verdict, signals))
+                found = info.injection
+                if found is None:
+                    found = info.injection = injection.assess(segment.text)
+                if found.decision != "allow":
+                    verdict = Verdict(
+                        found.decision,
+                        found.category,
+                        found.reason,
+                        HEURISTIC_MODEL,
+                        policy.policy_version,
+                    )
+                    results.append((segment, "inbound", verdict, found.signals))
                 if classifier is not None:
                     jobs.append(
                         (
@@ -339,7 +360,7 @@ class Guard:
         return _combine(results)
 
 
-def _floor_decision(seen: Sequence[tuple[Segment, _Seen]]) -> Decision:
+def _floor_decision(seen: Iterable[tuple[Segment, _Seen]]) -> Decision:
     evidence: list[Evidence] = []
     for segment, info in seen:
         if info.findings:
