@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("overhead", "scan", "conversation", "memory")
+BENCHMARKS = ("overhead", "scan", "conversation", "memory", "breakdown")
 
 
 def main(argv: list[str]) -> int:

@@ -1,0 +1,76 @@
+"""`reefgate serve` with stages of the request path switched off, for `bench breakdown`.
+
+    python -m bench.ablated --without guard,parse,audit serve --config DIR --port 0
+
+A measuring instrument, never a way to run the gateway: without the guard it
+forwards text nobody checked. Each stage's cost is read off as the
+difference in CPU per request between two variants, in the same run:
+
+* ``guard``: the guard pipeline (secret scan, injection detector, caches)
+  returns allow without looking;
+* ``parse``: the body is forwarded without being decoded, parsed or walked
+  into segments;
+* ``audit``: no audit entry is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+STAGES = ("guard", "parse", "audit")
+
+
+def switch_off(stages: Sequence[str]) -> None:
+    from gateway.guard import pipeline
+    from gateway.guard.decision import ALLOW, Decision
+    from gateway.observe import audit
+    from gateway.proxy import reverse
+    from gateway.wire.base import Segment
+
+    if "guard" in stages:
+
+        async def allow(
+            self: pipeline.Guard,
+            segments: Sequence[Segment],
+            policy: pipeline.TeamPolicy,
+            source: str,
+            destination: str,
+        ) -> Decision:
+            return ALLOW
+
+        pipeline.Guard.check = allow  # type: ignore[method-assign]
+    if "parse" in stages:
+
+        def unparsed(
+            path: str, query: str, content_type: str | None, body: bytes
+        ) -> tuple[list[Segment], object | None]:
+            return [], None
+
+        # The proxy module imported the function by name; that name is the one to replace.
+        reverse.request_segments = unparsed  # type: ignore[attr-defined]
+    if "audit" in stages:
+
+        def unwritten(self: audit.AuditLog, type: str, payload: object, ts: object = None) -> str:
+            return ""
+
+        audit.AuditLog.append = unwritten  # type: ignore[method-assign]
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.ablated")
+    parser.add_argument("--without", default="", help=f"comma-separated: {', '.join(STAGES)}")
+    args, rest = parser.parse_known_args(list(argv))
+    stages = [s for s in args.without.split(",") if s]
+    unknown = sorted(set(stages) - set(STAGES))
+    if unknown:
+        parser.error(f"unknown stage(s): {', '.join(unknown)}")
+    switch_off(stages)
+    from gateway.cli import main as reefgate
+
+    return reefgate(rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

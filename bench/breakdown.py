@@ -1,0 +1,297 @@
+"""Where reefgate's CPU per request goes: the overhead request, stage by stage.
+
+The overhead benchmark's request (a ~4.5 KB agent turn with a new user
+message and tool result every time) goes through the bare aiohttp proxy and
+through four builds of `reefgate serve` on the shipped config, each with one
+more stage switched off (see bench/ablated.py): the full gateway; without the
+guard; without the guard and body parsing; without those and the audit
+write. The differences in CPU per request, in the same run, are what each
+stage costs; what remains over the bare proxy is routing, team matching, key
+custody, headers and metrics.
+
+Like `overhead`, each server is pinned to core 0 and the fake upstream and
+load generator to core 1; c=50 runs with wrk when installed, c=1 with the
+in-repo client, rounds interleaved, medians over rounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import _loadgen as lg
+from bench._common import (
+    LOAD_CPU,
+    PROXY_CPU,
+    REEFGATE_READY,
+    ROOT,
+    SERVICE_READY,
+    Options,
+    Report,
+    Service,
+    Services,
+    Target,
+    clean_number,
+    gateway_config,
+    install_signal_handlers,
+    machine_info,
+    median,
+    parse_options,
+    pin_self,
+    progress,
+    python_module,
+    raise_nofile,
+    run_async,
+    table,
+    targets_json,
+    targets_table,
+    tree_cpu_s,
+    workdir,
+)
+from bench._corpus import AgentTurns
+
+CHAT = "/v1/chat/completions"
+
+# name, stages switched off, label
+VARIANTS: tuple[tuple[str, str, str], ...] = (
+    ("reefgate", "", "reefgate, shipped config"),
+    ("no_guard", "guard", "without the guard"),
+    ("no_parse", "guard,parse", "without guard and parsing"),
+    ("core", "guard,parse,audit", "without guard, parsing and audit"),
+)
+# The stage whose cost is the difference between a variant and the next one.
+STAGES = (
+    ("guard", "reefgate", "no_guard"),
+    ("parse", "no_guard", "no_parse"),
+    ("audit", "no_parse", "core"),
+    ("proxy core over the bare proxy", "core", "bare"),
+)
+
+
+@dataclass
+class Server:
+    name: str
+    url: str = ""
+    service: Service | None = None
+    c50: list[lg.RunResult] = field(default_factory=list)
+    c1: list[lg.RunResult] = field(default_factory=list)
+
+    def cpu(self) -> float:
+        return median([r.cpu_ms_per_req for r in self.c50]) if self.c50 else math.nan
+
+    def rps(self) -> float:
+        return median([r.rps for r in self.c50]) if self.c50 else math.nan
+
+    def p50_c1(self) -> float:
+        return median([r.p50 for r in self.c1]) if self.c1 else math.nan
+
+
+@dataclass(frozen=True)
+class Plan:
+    rounds: int
+    c1_s: float
+    c50_s: int
+
+    @staticmethod
+    def for_mode(opts: Options) -> Plan:
+        if opts.smoke:
+            return Plan(1, 1.0, 1)
+        if opts.quick:
+            return Plan(1, 2.0, 3)
+        return Plan(3, 3.0, 6)
+
+
+class Bench:
+    def __init__(self, opts: Options, services: Services, tmp: Path) -> None:
+        self.opts = opts
+        self.plan = Plan.for_mode(opts)
+        self.services = services
+        self.tmp = tmp
+        self.turns = AgentTurns()
+        self.wrk = None if opts.smoke else lg.wrk_path()
+        self.script: Path | None = None
+        self.servers: dict[str, Server] = {
+            name: Server(name) for name in ("direct", "bare", *(v[0] for v in VARIANTS))
+        }
+        self.run_no = 0
+
+    def start(self) -> None:
+        svc = self.services
+        upstream = svc.spawn("fake-upstream", python_module("bench.fake_upstream"), cpu=LOAD_CPU)
+        svc.wait_line(upstream, SERVICE_READY, 30)
+        self.servers["direct"].url, self.servers["direct"].service = upstream.url + CHAT, upstream
+        bare = svc.spawn(
+            "bare-proxy",
+            python_module("bench.bare_proxy", "--upstream", upstream.url),
+            cpu=PROXY_CPU,
+        )
+        svc.wait_line(bare, SERVICE_READY, 30)
+        self.servers["bare"].url = bare.url + "/openai" + CHAT
+        self.servers["bare"].service = bare
+        for name, without, _ in VARIANTS:
+            config = gateway_config(self.tmp / f"config-{name}", upstream.url)
+            argv = python_module(
+                "bench.ablated",
+                "--without",
+                without,
+                "serve",
+                "--config",
+                str(config),
+                "--port",
+                "0",
+            )
+            # From the work directory like `overhead` runs reefgate; bench/ is not installed.
+            gateway = svc.spawn(
+                name, argv, cpu=PROXY_CPU, cwd=self.tmp, env={"PYTHONPATH": str(ROOT)}
+            )
+            svc.wait_line(gateway, REEFGATE_READY, 60)
+            self.servers[name].url = gateway.url + "/openai" + CHAT
+            self.servers[name].service = gateway
+
+    def _tag(self) -> str:
+        self.run_no += 1
+        return f"b{self.run_no}"
+
+    async def measure(self, server: Server, c: int, seconds: float) -> lg.RunResult:
+        assert server.service is not None
+        tag = self._tag()
+        before = tree_cpu_s(server.service.pid)
+        if c > 1 and self.wrk is not None:
+            if self.script is None:
+                self.script = lg.write_lua(self.tmp / "turns.lua", self.turns, False)
+            result = lg.wrk_run(
+                server.url, self.script, concurrency=c, duration_s=int(seconds), tag=tag
+            )
+        else:
+            result = await lg.client_run(
+                server.url,
+                lambda n: self.turns.body(n, tag, False),
+                stream=False,
+                concurrency=c,
+                duration_s=seconds,
+                max_requests=50 if self.opts.smoke else 1_000_000,
+            )
+        if result.errors or result.requests == 0:
+            raise RuntimeError(f"{server.name} c={c}: {result.error_sample or 'no answers'}")
+        result.cpu_ms_per_req = (tree_cpu_s(server.service.pid) - before) * 1000 / result.requests
+        return result
+
+    async def run(self) -> None:
+        order = list(self.servers.values())
+        for r in range(self.plan.rounds):
+            # Rotating the order spreads drift over every variant.
+            shift = r % len(order)
+            for server in order[shift:] + order[:shift]:
+                progress(f"round {r + 1}: {server.name}")
+                server.c1.append(await self.measure(server, 1, self.plan.c1_s))
+                if server.name != "direct":
+                    server.c50.append(await self.measure(server, 50, self.plan.c50_s))
+
+    def report(self) -> Report:
+        rep = Report("breakdown: reefgate's CPU per request, stage by stage")
+        info = machine_info()
+        t = self.servers
+        bare = t["bare"]
+        direct_p50 = t["direct"].p50_c1()
+        load = f"wrk {lg.wrk_version()} (-t1)" if self.wrk else "in-repo aiohttp client"
+        rep.add(
+            "setup",
+            "\n".join(
+                [
+                    f"mode {self.opts.mode}; {info['cpus']} cores ({info['cpu_model']}); "
+                    f"servers pinned to core {PROXY_CPU}, fake upstream and load to {LOAD_CPU}",
+                    f"request: {len(self.turns.body(0, 'x', False))} B, non-streamed; "
+                    f"c=50 by {load}, c=1 by the in-repo client; {self.plan.rounds} round(s)",
+                    "cpu ms/req: the server's own CPU time per answered request",
+                ]
+            ),
+        )
+        rows: list[list[object]] = []
+        data_cpu: dict[str, float | None] = {}
+        data_rps: dict[str, float | None] = {}
+        data_added: dict[str, float | None] = {}
+        for name, label in [("bare", "bare aiohttp proxy"), *((v[0], v[2]) for v in VARIANTS)]:
+            cpu, rps = t[name].cpu(), t[name].rps()
+            added = t[name].p50_c1() - direct_p50
+            data_cpu[name] = clean_number(cpu)
+            data_rps[name] = clean_number(rps, 1)
+            data_added[name] = clean_number(added)
+            rows.append([label, cpu, rps, rps / bare.rps(), bare.cpu() / cpu, added])
+        rep.add(
+            "servers",
+            table(
+                [
+                    "server",
+                    "cpu ms/req c=50",
+                    "rps c=50",
+                    "rps / bare",
+                    "rps per CPU / bare",
+                    "+p50 ms c=1",
+                ],
+                rows,
+                digits=3,
+            ),
+        )
+        excess = t["reefgate"].cpu() - bare.cpu()
+        stage_rows: list[list[object]] = []
+        data_stage: dict[str, float | None] = {}
+        for stage, a, b in STAGES:
+            cost = t[a].cpu() - t[b].cpu()
+            data_stage[stage] = clean_number(cost)
+            stage_rows.append([stage, cost * 1000, cost / excess if excess > 0 else None])
+        rep.add(
+            "stages (difference in CPU per request between neighbouring servers)",
+            table(["stage", "cpu us/req", "share of excess over bare"], stage_rows, digits=2),
+        )
+        ratio_full = clean_number(t["reefgate"].rps() / bare.rps(), 3)
+        ratio_no_guard = clean_number(t["no_guard"].rps() / bare.rps(), 3)
+        targets = [
+            Target("rps / bare proxy, c=50: reefgate", ratio_full, ">=", 0.8),
+            Target(
+                "rps / bare proxy, c=50: without the guard",
+                ratio_no_guard,
+                ">=",
+                0.8,
+                note="what a zero-cost guard would reach",
+            ),
+        ]
+        rep.add("targets", targets_table(targets))
+        rep.data = {
+            "benchmark": "breakdown",
+            "mode": self.opts.mode,
+            "cpu_ms_per_req_c50": data_cpu,
+            "rps_c50": data_rps,
+            "added_p50_ms_c1": data_added,
+            "stage_cpu_ms": data_stage,
+            "rps_vs_bare_c50": ratio_full,
+            "rps_vs_bare_c50_without_guard": ratio_no_guard,
+            "targets": targets_json(targets),
+            "null_reasons": {},
+            "machine": info,
+        }
+        return rep
+
+
+async def _main(opts: Options) -> Report:
+    with workdir("breakdown") as tmp, Services(tmp) as services:
+        bench = Bench(opts, services, tmp)
+        try:
+            bench.start()
+            await bench.run()
+        except Exception:
+            for svc in services.running():
+                print(f"--- {svc.name} log tail ---\n{svc.tail()}", flush=True)
+            raise
+        return bench.report()
+
+
+def main(argv: Sequence[str]) -> int:
+    opts = parse_options("breakdown", argv)
+    install_signal_handlers()
+    raise_nofile()
+    pin_self(LOAD_CPU)
+    report = run_async(_main(opts))
+    report.emit(opts.json)
+    return 0
