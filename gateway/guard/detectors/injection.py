@@ -30,8 +30,8 @@ and set operations cost far less, so no regex scans the whole text:
   then only where one of its start words begins a word. Template rules are
   gated the same way before their window search;
 * leetspeak is a lookup of the text's words among the leet spellings of the
-  trigger words; base64 / hex blobs are looked for only when a word of 16+
-  characters mixes letters and digits, escapes only when their opener
+  trigger words; base64 / hex blobs only in runs of 16+ letters and digits
+  mixed (found by a translate and a find), escapes only when their opener
   occurs;
 * non-ASCII text whose only non-ASCII characters are typographic quotes and
   dashes takes the ASCII path; other text pays for NFKC and casefolding,
@@ -1974,29 +1974,21 @@ def _pct_runs(text: str) -> Iterator[str]:
                     break
 
 
-def _long_mixed(words: AbstractSet[str]) -> bool:
-    """Whether a word of 16+ characters mixes letters and digits, as encoded
-    runs do (and identifiers and numbers do not)."""
-    return any(not w.isalpha() and not w.isdigit() for w in words if len(w) >= _LONG_TOKEN)
-
-
-def _decoded_candidates(
-    text: str, low: str, present: AbstractSet[str], blobs: bool
-) -> Iterator[str]:
+def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Iterator[str]:
     """Text hidden in base64, hex, percent/entity escapes or rot13.
 
-    `present`: the text's words among `_KEYS`; `blobs`: whether to look for
-    base64 and hex runs (see _long_mixed).
+    `present`: the text's words among `_KEYS`.
     """
     budget = _MAX_BLOBS
-    if blobs:
-        for blob, is_b64 in _blobs(text.encode("utf-8", "surrogatepass")):
-            decoded = _b64_text(blob) if is_b64 else _hex_text(blob)
-            if decoded:
-                yield decoded
-            budget -= 1
-            if budget <= 0:
-                return
+    # _blobs's first step, a translate and a find of 16 alphanumerics in a
+    # row, is itself the cheapest test for a long word.
+    for blob, is_b64 in _blobs(text.encode("utf-8", "surrogatepass")):
+        decoded = _b64_text(blob) if is_b64 else _hex_text(blob)
+        if decoded:
+            yield decoded
+        budget -= 1
+        if budget <= 0:
+            return
     # One-character memchr checks first: a two-character search or a count
     # costs a full pass even when the opener is absent.
     escapes: list[tuple[Iterator[str], Callable[[str], str | None]]] = []
@@ -2121,12 +2113,10 @@ def _rules(text: str) -> tuple[list[_Hit], list[str], set[str]]:
     elif not hits or all(h.level != _DENY for h in hits):
         # Encoded runs are long words that mix in digits; escapes need their
         # opener (a memchr each); rot13 needs one of its hint words.
-        blobs = max(map(len, words), default=0) >= _LONG_TOKEN and _long_mixed(words)
-        if blobs or any(map(text.__contains__, "\\%&")) or not _ROT13_HINTS.isdisjoint(present):
-            for decoded in _decoded_candidates(text, low, present, blobs):
-                if _hidden_instruction(decoded):
-                    hits.append(_Hit("encoded_instruction", _DENY, "encoded instruction", ""))
-                    break
+        for decoded in _decoded_candidates(text, low, present):
+            if _hidden_instruction(decoded):
+                hits.append(_Hit("encoded_instruction", _DENY, "encoded instruction", ""))
+                break
     return hits, toks, words
 
 
