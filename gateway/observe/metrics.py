@@ -5,7 +5,12 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-__all__ = ["CONTENT_TYPE_LATEST", "Metrics"]
+__all__ = ["CONTENT_TYPE_LATEST", "MAX_REQUEST_SERIES", "OTHER_CATEGORY", "Metrics"]
+
+# Distinct (upstream, decision, category) series of the request counter; past
+# this, new categories are counted as OTHER_CATEGORY.
+MAX_REQUEST_SERIES = 512
+OTHER_CATEGORY = "other"
 
 
 class Metrics:
@@ -42,7 +47,14 @@ class Metrics:
         key = (upstream, decision, category)
         child = self._request_children.get(key)
         if child is None:
-            child = self._request_children[key] = self.requests.labels(*key)
+            if len(self._request_children) >= MAX_REQUEST_SERIES:
+                # A classifier's category is free text (1..128 characters): one
+                # steered into inventing new ones must not grow the gateway's
+                # memory and the scraper's series without bound.
+                key = (upstream, decision, OTHER_CATEGORY)
+                child = self._request_children.get(key)
+            if child is None:
+                child = self._request_children[key] = self.requests.labels(*key)
         child.inc()
 
     def render(self) -> bytes:
