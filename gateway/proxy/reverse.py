@@ -10,6 +10,7 @@ import asyncio
 import logging
 import os
 import time
+import traceback
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
@@ -32,6 +33,7 @@ from gateway.errors import (
 )
 from gateway.guard.decision import Decision
 from gateway.guard.pipeline import Guard
+from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.audit import AuditLog
 from gateway.observe.metrics import Metrics
 from gateway.proxy.upstream import request_headers, response_headers
@@ -40,6 +42,7 @@ from gateway.wire.body import decode_content, request_segments, require_json
 from gateway.wire.errors import error_body, stream_error_event
 
 log = logging.getLogger("reefgate.access")
+guard_log = logging.getLogger("reefgate.guard")
 
 _JSON = "application/json"
 
@@ -91,6 +94,14 @@ def _check_path(rest: str) -> str:
                 "request path must not contain '.' or '..' segments", code="invalid_path"
             )
     return decoded
+
+
+def _guard_failed(exc: Exception, request_id: str) -> Decision:
+    # The message of an exception raised while reading a payload may quote
+    # it, so only the type and the code locations are logged.
+    where = "".join(traceback.format_tb(exc.__traceback__))
+    guard_log.error("guard path failed on %s: %s\n%s", request_id, type(exc).__name__, where)
+    return Decision("deny", GUARD_FAILURE, "the guard could not check this request")
 
 
 class _RequestIds:
@@ -165,15 +176,24 @@ class ReverseProxy:
             content_type = request.headers.get("Content-Type")
             if body:
                 require_json(api_path, content_type)
-            decoded = decode_content(body, request.headers.get("Content-Encoding"), self._limit)
-            segments, payload = request_segments(api_path, query, content_type, decoded)
-            segments.insert(0, Segment("path", "path", api_path))
-            model = payload.get("model") if isinstance(payload, dict) else None
-            destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
             policy = self._guard.policy(match.name)
-            decision = await self._guard.check(segments, policy, f"team:{match.name}", destination)
-            self._metrics.latency.observe(time.perf_counter() - started)
             record["policy_version"] = policy.policy_version
+            try:
+                decoded = decode_content(body, request.headers.get("Content-Encoding"), self._limit)
+                segments, payload = request_segments(api_path, query, content_type, decoded)
+                segments.insert(0, Segment("path", "path", api_path))
+                model = payload.get("model") if isinstance(payload, dict) else None
+                destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
+                decision = await self._guard.check(
+                    segments, policy, f"team:{match.name}", destination
+                )
+            except RequestError:
+                raise
+            except Exception as exc:
+                # A bug or an exhausted resource in parsing or a detector: the
+                # request is denied like any other guard failure, and visibly so.
+                decision = _guard_failed(exc, request_id)
+            self._metrics.latency.observe(time.perf_counter() - started)
             if decision.action != "allow":
                 if any(e.where.startswith("path") for e in decision.evidence):
                     record["path"] = "[redacted]"

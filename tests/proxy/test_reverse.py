@@ -352,3 +352,51 @@ async def test_metrics_and_health(stack: Stack) -> None:
         line for line in text.splitlines() if line.startswith("reefgate_bytes_scanned_total")
     ]
     assert float(scanned[0].split()[-1]) > 0
+
+
+# -- failures inside the guard path --
+
+
+@pytest.mark.parametrize("stage", ["secret scan", "injection detector", "adapter"])
+async def test_a_failing_guard_stage_denies_as_guard_failure(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stage: str
+) -> None:
+    from gateway.guard import pipeline
+    from gateway.proxy import reverse
+
+    def broken(*args: object) -> object:
+        # The message quotes the payload, as a library's error might.
+        raise ValueError(f"cannot handle {SECRET}")
+
+    if stage == "secret scan":
+        monkeypatch.setattr(pipeline.secrets, "scan", broken)
+    elif stage == "injection detector":
+        monkeypatch.setattr(pipeline.injection, "assess", broken)
+    else:
+        monkeypatch.setattr(reverse, "request_segments", broken)
+    body = {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "user", "content": "look this up"},
+            {"role": "tool", "tool_call_id": "call_1", "content": "the weather is fine"},
+        ],
+    }
+    status, headers, raw = await _post(stack, CHAT, json.dumps(body).encode())
+    assert status == 403
+    assert headers["x-reefgate-decision"] == "deny"
+    assert headers["x-reefgate-category"] == "guard_failure"
+    error = json.loads(raw)["error"]
+    assert error["code"] == "guard_failure"
+    assert stack.upstream.received == []
+    [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
+    payload = entry["event"]["payload"]
+    assert (payload["decision"], payload["category"], payload["status"]) == (
+        "deny",
+        "guard_failure",
+        403,
+    )
+    assert "ValueError" in caplog.text
+    assert SECRET not in caplog.text
+    assert SECRET not in stack.audit_path.read_text()
+    monkeypatch.undo()
+    await _alive(stack)
