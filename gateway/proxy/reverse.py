@@ -211,6 +211,12 @@ class ReverseProxy:
         except asyncio.CancelledError:
             record["outcome"] = "client_closed"
             raise
+        except Exception:
+            # Past the verdict (forwarding, relaying): aiohttp answers 500 and
+            # logs it; the audit entry must not read as a plain success.
+            record["status"] = 500
+            record["outcome"] = "internal_error"
+            raise
         finally:
             record["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
             self._write_audit(record)

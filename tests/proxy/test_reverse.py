@@ -400,3 +400,24 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
     assert SECRET not in stack.audit_path.read_text()
     monkeypatch.undo()
     await _alive(stack)
+
+
+async def test_an_error_after_the_verdict_is_audited_as_an_internal_error(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.proxy import reverse
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("header building broke")
+
+    monkeypatch.setattr(reverse, "request_headers", broken)
+    status, _, _ = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
+    assert status == 500
+    assert stack.upstream.received == []
+    [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
+    payload = entry["event"]["payload"]
+    assert (payload["decision"], payload["status"], payload["outcome"]) == (
+        "allow",
+        500,
+        "internal_error",
+    )
