@@ -2,12 +2,13 @@
 
 The overhead benchmark's request (a ~4.5 KB agent turn with a new user
 message and tool result every time) goes through the bare aiohttp proxy and
-through four builds of `reefgate serve` on the shipped config, each with one
-more stage switched off (see bench/ablated.py): the full gateway; without the
-guard; without the guard and body parsing; without those and the audit
-write. The differences in CPU per request, in the same run, are what each
-stage costs; what remains over the bare proxy is routing, team matching, key
-custody, headers and metrics.
+through six builds of `reefgate serve` on the shipped config, each with one
+more stage switched off (see bench/ablated.py): the full gateway; without
+the injection detector; without both detectors; without the guard; without
+the guard and body parsing; without those and the audit write. The
+differences in CPU per request, in the same run, are what each stage costs;
+what remains over the bare proxy is routing, team matching, key custody,
+headers and metrics.
 
 Like `overhead`, each server is pinned to core 0 and the fake upstream and
 load generator to core 1; c=50 runs with wrk when installed, c=1 with the
@@ -57,13 +58,17 @@ CHAT = "/v1/chat/completions"
 # name, stages switched off, label
 VARIANTS: tuple[tuple[str, str, str], ...] = (
     ("reefgate", "", "reefgate, shipped config"),
+    ("no_injection", "injection", "without the injection detector"),
+    ("no_detectors", "injection,secrets", "without both detectors"),
     ("no_guard", "guard", "without the guard"),
     ("no_parse", "guard,parse", "without guard and parsing"),
     ("core", "guard,parse,audit", "without guard, parsing and audit"),
 )
 # The stage whose cost is the difference between a variant and the next one.
 STAGES = (
-    ("guard", "reefgate", "no_guard"),
+    ("injection detector", "reefgate", "no_injection"),
+    ("secret scan", "no_injection", "no_detectors"),
+    ("guard pipeline: caches, verdicts", "no_detectors", "no_guard"),
     ("parse", "no_guard", "no_parse"),
     ("audit", "no_parse", "core"),
     ("proxy core over the bare proxy", "core", "bare"),
