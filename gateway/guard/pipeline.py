@@ -249,15 +249,20 @@ class Guard:
         return verdict
 
     @staticmethod
-    def _heuristic(seen: _Seen, text: str, policy_version: str) -> tuple[Verdict, tuple[str, ...]]:
-        """The embedded injection detector; synchronous, so no in-flight sharing is needed."""
+    def _assessed(seen: _Seen, text: str) -> injection.InjectionAssessment:
+        """The embedded injection detector, once per text; synchronous, so no
+        in-flight sharing is needed."""
         found = seen.injection
         if found is None:
             found = seen.injection = injection.assess(text)
-        verdict = Verdict(
-            found.decision, found.category, found.reason, HEURISTIC_MODEL, policy_version
-        )
-        return verdict, found.signals
+        return found
+
+    @classmethod
+    def _heuristic(
+        cls, seen: _Seen, text: str, policy_version: str
+    ) -> tuple[Verdict, tuple[str, ...]]:
+        found = cls._assessed(seen, text)
+        return _heuristic_verdict(found, policy_version), found.signals
 
     async def _classify(
         self, policy: TeamPolicy, direction: Direction, text: str, source: str, destination: str
@@ -323,17 +328,9 @@ class Guard:
             if not segment.text or segment.role == "path":
                 continue
             if self._is_untrusted(segment, inbound):
-                found = info.injection
-                if found is None:
-                    found = info.injection = injection.assess(segment.text)
+                found = self._assessed(info, segment.text)
                 if found.decision != "allow":
-                    verdict = Verdict(
-                        found.decision,
-                        found.category,
-                        found.reason,
-                        HEURISTIC_MODEL,
-                        policy.policy_version,
-                    )
+                    verdict = _heuristic_verdict(found, policy.policy_version)
                     results.append((segment, "inbound", verdict, found.signals))
                 if classifier is not None:
                     jobs.append(
@@ -358,6 +355,10 @@ class Guard:
                 for (segment, direction, _), verdict in zip(jobs, verdicts, strict=True)
             )
         return _combine(results)
+
+
+def _heuristic_verdict(found: injection.InjectionAssessment, policy_version: str) -> Verdict:
+    return Verdict(found.decision, found.category, found.reason, HEURISTIC_MODEL, policy_version)
 
 
 def _floor_decision(seen: Iterable[tuple[Segment, _Seen]]) -> Decision:
