@@ -24,7 +24,7 @@ import urllib.request
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import yaml
 
@@ -557,3 +557,38 @@ def machine_info() -> dict[str, Any]:
         "nice": NICE["applied"],
         "gateway_source_sha256": gateway_digest(),
     }
+
+
+class ServiceBench(Protocol):
+    """A benchmark that starts its own services, measures, then reports."""
+
+    def start(self) -> None: ...
+
+    async def run(self) -> None: ...
+
+    def report(self) -> Report: ...
+
+
+def run_service_bench(
+    name: str, argv: Sequence[str], make: Callable[[Options, Services, Path], ServiceBench]
+) -> int:
+    """`main` of a benchmark with services: pinned to the load core, logs shown on failure."""
+    opts = parse_options(name, argv)
+    install_signal_handlers()
+    raise_nofile()
+    pin_self(LOAD_CPU)
+
+    async def measure() -> Report:
+        with workdir(name) as tmp, Services(tmp) as services:
+            bench = make(opts, services, tmp)
+            try:
+                bench.start()
+                await bench.run()
+            except Exception:
+                for svc in services.running():
+                    print(f"--- {svc.name} log tail ---\n{svc.tail()}", flush=True)
+                raise
+            return bench.report()
+
+    run_async(measure()).emit(opts.json)
+    return 0

@@ -35,21 +35,16 @@ from bench._common import (
     Target,
     clean_number,
     gateway_config,
-    install_signal_handlers,
     loadavg,
     machine_info,
-    parse_options,
-    pin_self,
     progress,
     python_module,
-    raise_nofile,
     reefgate_argv,
-    run_async,
+    run_service_bench,
     table,
     targets_json,
     targets_table,
     tree_cpu_s,
-    workdir,
 )
 from bench._corpus import MODEL, AgentTurns
 
@@ -554,24 +549,5 @@ class Bench:
         return rep
 
 
-async def _main(opts: Options) -> Report:
-    with workdir("overhead") as tmp, Services(tmp) as services:
-        bench = Bench(opts, services, tmp)
-        try:
-            bench.start()
-            await bench.run()
-        except Exception:
-            for svc in services.running():
-                print(f"--- {svc.name} log tail ---\n{svc.tail()}", flush=True)
-            raise
-        return bench.report()
-
-
 def main(argv: Sequence[str]) -> int:
-    opts = parse_options("overhead", argv)
-    install_signal_handlers()
-    raise_nofile()
-    pin_self(LOAD_CPU)
-    report = run_async(_main(opts))
-    report.emit(opts.json)
-    return 0
+    return run_service_bench("overhead", argv, Bench)
