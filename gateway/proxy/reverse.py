@@ -96,11 +96,15 @@ def _check_path(rest: str) -> str:
     return decoded
 
 
-def _guard_failed(exc: Exception, request_id: str) -> Decision:
-    # The message of an exception raised while reading a payload may quote
+def _log_failure(logger: logging.Logger, what: str, exc: BaseException, request_id: str) -> None:
+    # The message of an exception raised while handling a payload may quote
     # it, so only the type and the code locations are logged.
     where = "".join(traceback.format_tb(exc.__traceback__))
-    guard_log.error("guard path failed on %s: %s\n%s", request_id, type(exc).__name__, where)
+    logger.error("%s failed on %s: %s\n%s", what, request_id, type(exc).__name__, where)
+
+
+def _guard_failed(exc: Exception, request_id: str) -> Decision:
+    _log_failure(guard_log, "guard path", exc, request_id)
     return Decision("deny", GUARD_FAILURE, "the guard could not check this request")
 
 
@@ -211,12 +215,17 @@ class ReverseProxy:
         except asyncio.CancelledError:
             record["outcome"] = "client_closed"
             raise
-        except Exception:
-            # Past the verdict (forwarding, relaying): aiohttp answers 500 and
-            # logs it; the audit entry must not read as a plain success.
+        except Exception as exc:
+            # Past the verdict (forwarding, relaying): the audit entry must not
+            # read as a plain success, and the client gets an error it can parse.
             record["status"] = 500
             record["outcome"] = "internal_error"
-            raise
+            if record.get("stream"):
+                raise  # headers are sent; aiohttp can only cut the connection
+            _log_failure(log, "forwarding", exc, request_id)
+            return self._error(
+                flavor, 500, "reefgate failed to forward this request", "internal_error", request_id
+            )
         finally:
             record["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
             self._write_audit(record)

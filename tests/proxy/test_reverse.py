@@ -411,8 +411,12 @@ async def test_an_error_after_the_verdict_is_audited_as_an_internal_error(
         raise RuntimeError("header building broke")
 
     monkeypatch.setattr(reverse, "request_headers", broken)
-    status, _, _ = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
+    status, headers, raw = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
     assert status == 500
+    assert headers["Content-Type"].startswith("application/json")
+    error = json.loads(raw)["error"]
+    assert error["code"] == "internal_error"
+    assert "header building broke" not in raw.decode()
     assert stack.upstream.received == []
     [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
     payload = entry["event"]["payload"]
