@@ -35,6 +35,7 @@ from bench._common import (
     Services,
     Target,
     clean_number,
+    describe_machine,
     gateway_config,
     machine_info,
     median,
@@ -200,7 +201,7 @@ class Bench:
             "setup",
             "\n".join(
                 [
-                    f"mode {self.opts.mode}; {info['cpus']} cores ({info['cpu_model']}); "
+                    f"mode {self.opts.mode}; {describe_machine(info)}",
                     f"servers pinned to core {PROXY_CPU}, fake upstream and load to {LOAD_CPU}",
                     f"request: {len(self.turns.body(0, 'x', False))} B, non-streamed; "
                     f"c=50 by {load}, c=1 by the in-repo client; {self.plan.rounds} round(s)",

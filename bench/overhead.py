@@ -34,6 +34,7 @@ from bench._common import (
     StartError,
     Target,
     clean_number,
+    describe_machine,
     gateway_config,
     loadavg,
     machine_info,
@@ -327,7 +328,7 @@ class Bench:
             "setup",
             "\n".join(
                 [
-                    f"mode {self.opts.mode}; {info['cpus']} cores ({info['cpu_model']}); "
+                    f"mode {self.opts.mode}; {describe_machine(info)}",
                     f"proxy under test pinned to core {PROXY_CPU}, fake upstream and load "
                     f"generator to core {LOAD_CPU}",
                     f"request: {len(self.turns.body(0, 'x', False))} B, 10 messages; "

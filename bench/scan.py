@@ -34,6 +34,7 @@ from bench._common import (
     Report,
     Target,
     clean_number,
+    describe_machine,
     machine_info,
     median,
     parse_options,
@@ -177,7 +178,7 @@ def main(argv: Sequence[str]) -> int:
         "setup",
         "\n".join(
             [
-                f"mode {opts.mode}; {info['cpus']} cores ({info['cpu_model']}), one thread; "
+                f"mode {opts.mode}; {describe_machine(info)}; one thread; "
                 f"load average {info['loadavg_1m']:.2f}; nice {info['nice']}",
                 f"reefgate: secrets.scan per text, median of {repeats} run(s)",
                 (

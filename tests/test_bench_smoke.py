@@ -61,6 +61,9 @@ def test_benchmark_smoke(name: str) -> None:
             assert isinstance(value, int | float), (key, value)
             assert not isinstance(value, bool)
             assert math.isfinite(value), (key, value)
+    machine = data["machine"]
+    assert isinstance(machine, dict)
+    assert machine["python_loop_ns"] > 0
     targets = data["targets"]
     assert isinstance(targets, list)
     assert targets
