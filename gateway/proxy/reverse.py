@@ -155,6 +155,7 @@ class ReverseProxy:
             "category": "none",
         }
         flavor: Flavor = "openai"
+        allowed = False
         try:
             route = self._routes.get(name)
             if route is None:
@@ -202,6 +203,7 @@ class ReverseProxy:
                 if any(e.where.startswith("path") for e in decision.evidence):
                     record["path"] = "[redacted]"
                 return self._refuse(record, flavor, request_id, decision)
+            allowed = True
             return await self._forward(request, route, match, rest, query, body, record, request_id)
         except RequestError as exc:
             record["decision"] = "error"
@@ -216,15 +218,19 @@ class ReverseProxy:
             record["outcome"] = "client_closed"
             raise
         except Exception as exc:
-            # Past the verdict (forwarding, relaying): the audit entry must not
-            # read as a plain success, and the client gets an error it can parse.
+            # A bug outside the guard path: nothing unchecked has gone upstream,
+            # the audit entry must not read as a plain success, and the client
+            # gets an error it can parse.
             record["status"] = 500
             record["outcome"] = "internal_error"
+            if not allowed:
+                record["decision"] = "error"
+                record["category"] = "internal_error"
             if record.get("stream"):
                 raise  # headers are sent; aiohttp can only cut the connection
-            _log_failure(log, "forwarding", exc, request_id)
+            _log_failure(log, "request handling", exc, request_id)
             return self._error(
-                flavor, 500, "reefgate failed to forward this request", "internal_error", request_id
+                flavor, 500, "reefgate failed to handle this request", "internal_error", request_id
             )
         finally:
             record["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)

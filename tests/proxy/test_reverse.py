@@ -402,6 +402,30 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
     await _alive(stack)
 
 
+async def test_an_error_before_the_verdict_is_an_audited_error_not_an_allow(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.proxy import reverse
+
+    def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("path check broke")
+
+    monkeypatch.setattr(reverse, "_check_path", broken)
+    status, _, raw = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
+    assert status == 500
+    assert json.loads(raw)["error"]["code"] == "internal_error"
+    assert stack.upstream.received == []
+    [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
+    payload = entry["event"]["payload"]
+    assert (payload["decision"], payload["category"], payload["status"]) == (
+        "error",
+        "internal_error",
+        500,
+    )
+    monkeypatch.undo()
+    await _alive(stack)
+
+
 async def test_an_error_after_the_verdict_is_audited_as_an_internal_error(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
