@@ -346,23 +346,30 @@ class ReverseProxy:
         record: dict[str, Any],
     ) -> web.StreamResponse:
         response = web.StreamResponse(status=upstream.status, headers=headers)
-        await response.prepare(request)
-        record["stream"] = True
         try:
-            async for chunk in upstream.content.iter_any():
-                await response.write(chunk)
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            # Headers are gone already: the client gets a well-formed error event
-            # instead of a silent truncation or a hang.
-            record["outcome"] = "upstream_failed_mid_stream"
-            log.warning("upstream failed mid-stream: %s", type(exc).__name__)
-            if is_sse:
-                await response.write(
-                    stream_error_event(
-                        flavor, "upstream connection failed mid-stream", "upstream_error"
+            await response.prepare(request)
+            record["stream"] = True
+            try:
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+            except ConnectionResetError:
+                # aiohttp's error for writing to a client that has gone is also
+                # a ClientError; it is not the upstream's failure.
+                raise
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                # Headers are gone already: the client gets a well-formed error
+                # event instead of a silent truncation or a hang.
+                record["outcome"] = "upstream_failed_mid_stream"
+                log.warning("upstream failed mid-stream: %s", type(exc).__name__)
+                if is_sse:
+                    await response.write(
+                        stream_error_event(
+                            flavor, "upstream connection failed mid-stream", "upstream_error"
+                        )
                     )
-                )
-        await response.write_eof()
+            await response.write_eof()
+        except ConnectionResetError:
+            record["outcome"] = "client_closed"
         return response
 
     def _write_audit(self, record: dict[str, Any]) -> None:

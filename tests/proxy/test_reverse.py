@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import socket
 
 import aiohttp
 import pytest
+from aiohttp import web
 from yarl import URL
 
 from gateway.config.models import Credential, Match, Team, Upstream
@@ -313,6 +315,39 @@ async def test_mid_stream_failure_gives_error_event(make_stack: StackFactory) ->
         text = (await asyncio.wait_for(r.read(), 5)).decode()
     assert text.count("chat.completion.chunk") == 2
     assert '"error"' in text
+
+
+async def test_a_client_gone_mid_stream_is_client_closed_not_an_upstream_failure(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aiohttp.client_exceptions import ClientConnectionResetError
+
+    write = web.StreamResponse.write
+    wrote: set[int] = set()
+
+    async def gone_after_first(self: web.StreamResponse, data: bytes) -> None:
+        # What aiohttp raises when the client's transport has closed; only the
+        # gateway's answers carry the request id, the fake upstream's do not.
+        if "x-reefgate-request-id" in self.headers:
+            if id(self) in wrote:
+                raise ClientConnectionResetError("Cannot write to closing transport")
+            wrote.add(id(self))
+        await write(self, data)
+
+    monkeypatch.setattr(web.StreamResponse, "write", gone_after_first)
+    body = json.dumps({**_chat("hi"), "stream": True}).encode()
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(stack.url + CHAT, data=body, headers={"Content-Type": "application/json"}) as r,
+    ):
+        assert r.status == 200
+        with contextlib.suppress(aiohttp.ClientError, asyncio.TimeoutError):
+            await asyncio.wait_for(r.read(), 5)
+    monkeypatch.undo()
+    [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
+    payload = entry["event"]["payload"]
+    assert (payload["status"], payload["outcome"]) == (200, "client_closed")
+    await _alive(stack)
 
 
 async def test_client_disconnect_cancels_upstream(make_stack: StackFactory) -> None:
