@@ -396,7 +396,7 @@ async def test_metrics_and_health(stack: Stack) -> None:
 async def test_a_failing_guard_stage_denies_as_guard_failure(
     stack: Stack, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, stage: str
 ) -> None:
-    from gateway.guard import pipeline
+    from gateway.guard.detectors import injection, secrets
     from gateway.proxy import reverse
 
     def broken(*args: object) -> object:
@@ -404,9 +404,9 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
         raise ValueError(f"cannot handle {SECRET}")
 
     if stage == "secret scan":
-        monkeypatch.setattr(pipeline.secrets, "scan", broken)
+        monkeypatch.setattr(secrets, "scan", broken)
     elif stage == "injection detector":
-        monkeypatch.setattr(pipeline.injection, "assess", broken)
+        monkeypatch.setattr(injection, "assess", broken)
     else:
         monkeypatch.setattr(reverse, "request_segments", broken)
     body = {

@@ -252,10 +252,10 @@ ANTHROPIC_POSITIONS: dict[str, dict[str, object]] = {
 async def test_anthropic_secret_denied(stack: Stack, position: str) -> None:
     client = _anthropic(stack)
     with pytest.raises(anthropic.PermissionDeniedError) as info:
-        await client.messages.create(
+        await client.messages.create(  # type: ignore[call-overload]
             model="claude-sonnet-4-20250514",
             max_tokens=64,
-            **ANTHROPIC_POSITIONS[position],  # type: ignore[arg-type]
+            **ANTHROPIC_POSITIONS[position],
         )
     err = info.value
     assert err.status_code == 403
