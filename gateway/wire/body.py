@@ -48,6 +48,13 @@ def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:
         ) from exc
     if len(out) > limit or inflater.unconsumed_tail:
         raise TooLarge(f"decompressed request body exceeds {limit} bytes")
+    if not inflater.eof or inflater.unused_data:
+        # A truncated stream, or bytes after its end: a second gzip member is
+        # one that many upstream decoders (Go's, Python's gzip module) read on
+        # and this check would never have seen.
+        raise BadRequest(
+            "request body is not one complete compressed stream", code="invalid_encoding"
+        )
     return out
 
 

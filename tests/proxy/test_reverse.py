@@ -136,6 +136,18 @@ async def test_gzip_body_inspected_and_forwarded_as_sent(stack: Stack) -> None:
     assert len(stack.upstream.received) == 1
 
 
+async def test_a_secret_in_a_second_gzip_member_never_reaches_upstream(stack: Stack) -> None:
+    # Upstream decoders that read every member would see the second one.
+    smuggled = gzip.compress(json.dumps(_chat("hello")).encode()) + gzip.compress(
+        json.dumps(_chat(SECRET)).encode()
+    )
+    status, _, raw = await _post(stack, CHAT, smuggled, **{"Content-Encoding": "gzip"})
+    assert status == 400
+    assert json.loads(raw)["error"]["code"] == "invalid_encoding"
+    assert stack.upstream.received == []
+    assert SECRET not in stack.audit_path.read_text()
+
+
 async def test_gzip_bomb_refused(make_stack: StackFactory) -> None:
     from gateway.config.models import Limits
 

@@ -1,0 +1,110 @@
+"""Request bodies, sans-IO: content decoding and strict JSON parsing."""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pytest
+
+from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
+from gateway.wire.body import decode_content, parse_json, request_segments
+
+CHAT = "/v1/chat/completions"
+BODY = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}'
+
+
+@pytest.mark.parametrize("encoding", [None, "", "identity", " Identity "])
+def test_identity_is_the_body_itself(encoding: str | None) -> None:
+    assert decode_content(BODY, encoding, 1 << 20) == BODY
+
+
+@pytest.mark.parametrize(
+    ("encoding", "data"),
+    [
+        pytest.param("gzip", gzip.compress(BODY), id="gzip"),
+        pytest.param("x-gzip", gzip.compress(BODY), id="x-gzip"),
+        pytest.param("GZIP", gzip.compress(BODY), id="GZIP"),
+        pytest.param("deflate", zlib.compress(BODY), id="deflate"),
+    ],
+)
+def test_compressed_bodies_are_decoded(encoding: str, data: bytes) -> None:
+    assert decode_content(data, encoding, 1 << 20) == BODY
+
+
+def test_a_second_gzip_member_is_refused() -> None:
+    # Python's gzip module reads both members; the check would see one.
+    hidden = b'{"role": "user", "content": "unseen"}'
+    data = gzip.compress(BODY) + gzip.compress(hidden)
+    assert gzip.decompress(data) == BODY + hidden
+    with pytest.raises(BadRequest) as info:
+        decode_content(data, "gzip", 1 << 20)
+    assert info.value.code == "invalid_encoding"
+
+
+@pytest.mark.parametrize(
+    ("encoding", "data"),
+    [
+        pytest.param("gzip", gzip.compress(BODY)[:-6], id="gzip-without-trailer"),
+        pytest.param("gzip", gzip.compress(BODY) + b"trailing", id="gzip-trailing-bytes"),
+        pytest.param("deflate", zlib.compress(BODY)[:-3], id="deflate-truncated"),
+        pytest.param("deflate", zlib.compress(BODY) + b"\x00", id="deflate-trailing-byte"),
+        pytest.param("gzip", b"not gzip at all", id="not-gzip"),
+    ],
+)
+def test_incomplete_or_trailing_streams_are_refused(encoding: str, data: bytes) -> None:
+    with pytest.raises(BadRequest) as info:
+        decode_content(data, encoding, 1 << 20)
+    assert info.value.code == "invalid_encoding"
+
+
+def test_a_bomb_stops_at_the_limit() -> None:
+    with pytest.raises(TooLarge):
+        decode_content(gzip.compress(b" " * 1_000_000), "gzip", 10_000)
+
+
+@pytest.mark.parametrize("encoding", ["br", "zstd", "gzip, gzip", "compress"])
+def test_other_encodings_are_refused(encoding: str) -> None:
+    with pytest.raises(UnsupportedMedia):
+        decode_content(gzip.compress(BODY), encoding, 1 << 20)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"a": 1, "a": 2}',
+        b'{"messages": [{"role": "user", "content": "x", "content": "y"}]}',
+    ],
+)
+def test_duplicate_keys_are_refused_at_any_depth(raw: bytes) -> None:
+    with pytest.raises(BadRequest) as info:
+        parse_json(raw)
+    assert info.value.code == "invalid_json"
+    assert "duplicate key" in info.value.message
+
+
+def test_invalid_utf8_names_its_offset() -> None:
+    with pytest.raises(BadRequest) as info:
+        parse_json(b'{"a": "\xff"}')
+    assert info.value.code == "invalid_utf8"
+    assert "offset 7" in info.value.message
+
+
+def test_a_lone_surrogate_escape_is_refused() -> None:
+    raw = b'{"model": "m", "messages": [{"role": "user", "content": "a\\ud800b"}]}'
+    with pytest.raises(BadRequest) as info:
+        request_segments(CHAT, "", "application/json", raw)
+    assert info.value.code == "invalid_utf8"
+
+
+def test_a_surrogate_pair_escape_is_text() -> None:
+    raw = b'{"model": "m", "messages": [{"role": "user", "content": "\\ud83d\\ude00"}]}'
+    segments, _ = request_segments(CHAT, "", "application/json", raw)
+    assert [s.text for s in segments] == ["\U0001f600"]
+
+
+def test_too_deep_nesting_is_refused_not_a_crash() -> None:
+    raw = b"[" * 100_000 + b"]" * 100_000
+    with pytest.raises(BadRequest) as info:
+        parse_json(raw)
+    assert info.value.code == "invalid_json"
