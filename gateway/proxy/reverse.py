@@ -184,7 +184,10 @@ class ReverseProxy:
             policy = self._guard.policy(match.name)
             record["policy_version"] = policy.policy_version
             try:
-                decoded = decode_content(body, request.headers.get("Content-Encoding"), self._limit)
+                # Repeated headers are one list to the upstream (RFC 9110, 5.3),
+                # so they are read as one here: "identity" then "gzip" is refused.
+                encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
+                decoded = decode_content(body, encoding, self._limit)
                 segments, payload = request_segments(api_path, query, content_type, decoded)
                 segments.insert(0, Segment("path", "path", api_path))
                 model = payload.get("model") if isinstance(payload, dict) else None

@@ -11,6 +11,7 @@ import socket
 import aiohttp
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 from yarl import URL
 
 from gateway.config.models import Credential, Match, Team, Upstream
@@ -146,6 +147,25 @@ async def test_a_secret_in_a_second_gzip_member_never_reaches_upstream(stack: St
     assert json.loads(raw)["error"]["code"] == "invalid_encoding"
     assert stack.upstream.received == []
     assert SECRET not in stack.audit_path.read_text()
+
+
+async def test_repeated_content_encoding_headers_are_read_as_one_list(stack: Stack) -> None:
+    # Read as the first header alone, the gzip bytes would be checked as they are.
+    headers = CIMultiDict(
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Encoding", "identity"),
+            ("Content-Encoding", "gzip"),
+        ]
+    )
+    body = gzip.compress(json.dumps(_chat(SECRET)).encode())
+    async with (
+        aiohttp.ClientSession() as s,
+        s.post(stack.url + CHAT, data=body, headers=headers) as r,
+    ):
+        assert r.status == 415
+        assert (await r.json())["error"]["code"] == "unsupported_media_type"
+    assert stack.upstream.received == []
 
 
 async def test_gzip_bomb_refused(make_stack: StackFactory) -> None:
