@@ -152,8 +152,10 @@ def request_segments(
     `body` is already content-decoded. `path` is the upstream-relative path.
     """
     segments: list[Segment] = []
+    # Blank values are kept: a bare `?<secret>` is a key with no value, and
+    # dropping it would forward the secret unscanned.
     if query:
-        for i, (key, value) in enumerate(parse_qsl(query, keep_blank_values=False)):
+        for i, (key, value) in enumerate(parse_qsl(query, keep_blank_values=True)):
             segments.append(Segment(f"query[{i}]", "query", f"{key}={value}", Trust.TRUSTED, None))
     if not body:
         return segments, None
@@ -166,7 +168,7 @@ def request_segments(
         segments.extend(_multipart(content_type or "", body))
     elif media == "application/x-www-form-urlencoded":
         text = decode_utf8(body)
-        for i, (key, value) in enumerate(parse_qsl(text, keep_blank_values=False)):
+        for i, (key, value) in enumerate(parse_qsl(text, keep_blank_values=True)):
             segments.append(Segment(f"form[{i}]", "field", f"{key}={value}", Trust.TRUSTED, None))
     elif media.startswith(_TEXT_TYPES) or media == "":
         # No declared type: read it as JSON when it parses, else as text; an

@@ -108,3 +108,19 @@ def test_too_deep_nesting_is_refused_not_a_crash() -> None:
     with pytest.raises(BadRequest) as info:
         parse_json(raw)
     assert info.value.code == "invalid_json"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "query"),
+    [
+        pytest.param(None, b"", "lonekey&a=1", id="query"),
+        pytest.param("application/x-www-form-urlencoded", b"lonekey&a=1", "", id="form"),
+    ],
+)
+def test_a_key_without_a_value_is_a_segment(
+    content_type: str | None, body: bytes, query: str
+) -> None:
+    segments, _ = request_segments("/v1/files", query, content_type, body)
+    texts = [s.text for s in segments]
+    assert "lonekey=" in texts
+    assert "a=1" in texts
