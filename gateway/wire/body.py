@@ -12,6 +12,7 @@ import zlib
 from email.message import Message
 from email.parser import BytesParser
 from email.policy import HTTP
+from email.utils import collapse_rfc2231_value
 from urllib.parse import parse_qsl
 
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
@@ -117,30 +118,50 @@ def _adapter_segments(path: str, payload: object) -> list[Segment]:
         raise BadRequest("JSON nesting is too deep", code="invalid_json") from exc
 
 
+# Transfer encodings the upstream does not undo (RFC 7578 4.7 deprecates them
+# for form data): its raw text is what arrives, so that is scanned as well.
+_IDENTITY_TRANSFER = ("", "7bit", "8bit", "binary")
+
+
 def _multipart(content_type: str, body: bytes) -> list[Segment]:
     head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace")
     message: Message = BytesParser(policy=HTTP).parsebytes(head + body)
     if not message.is_multipart():
         raise BadRequest("multipart body could not be parsed", code="invalid_multipart")
     out: list[Segment] = []
-    for i, part in enumerate(message.iter_parts() if hasattr(message, "iter_parts") else []):
-        name = part.get_param("name", header="content-disposition") or f"part{i}"
-        filename = part.get_filename()
-        raw = part.get_payload(decode=True)
-        data = raw if isinstance(raw, bytes) else b""
+    for i, part in enumerate(message.get_payload()):
+        assert isinstance(part, Message)
         label = f"form[{i}]"
+        name = collapse_rfc2231_value(part.get_param("name", "", header="content-disposition"))
+        # A field name reaches the upstream like a value; like a JSON key, it is
+        # quoted in a path only when it is plainly a name, since paths are logged.
+        if name and generic.is_plain_key(name):
+            label = f"{label}({name})"
+        elif name:
+            out.append(Segment(f"{label}.name", "field", name, Trust.TRUSTED, i))
+        filename = part.get_filename()
         if filename:
             out.append(Segment(f"{label}.filename", "file", str(filename), Trust.TRUSTED, i))
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            # Binary uploads (audio, images, PDFs) carry no text the detectors can read.
-            continue
-        out.append(
-            Segment(
-                f"{label}({name!s:.40})", "file" if filename else "field", text, Trust.TRUSTED, i
-            )
-        )
+        role = "file" if filename else "field"
+        if part.is_multipart():
+            # A nested multipart is one opaque value to a form-data parser: the
+            # upstream gets its bytes, inner headers and all.
+            texts = [part.as_bytes(policy=HTTP)]
+        else:
+            decoded = part.get_payload(decode=True)
+            texts = [decoded if isinstance(decoded, bytes) else b""]
+            transfer = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
+            if transfer not in _IDENTITY_TRANSFER:
+                raw = part.get_payload(decode=False)
+                texts.append(str(raw).encode("utf-8", "surrogateescape"))
+        for n, data in enumerate(texts):
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                # Binary uploads (audio, images, PDFs) carry no text the detectors can read.
+                continue
+            path = label if n == 0 else f"{label}.raw"
+            out.append(Segment(path, role, text, Trust.TRUSTED, i))
     return out
 
 

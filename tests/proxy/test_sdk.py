@@ -298,3 +298,19 @@ async def test_audit_holds_no_secret(stack: Stack) -> None:
     assert len(denied["findings"]) == 2
     assert all(len(f["fingerprint"]) >= 12 for f in denied["findings"])
     assert records[1]["event"]["payload"]["decision"] == "allow"
+
+
+async def test_openai_file_upload_is_scanned(stack: Stack) -> None:
+    client = _openai(stack)
+    await client.files.create(file=("notes.txt", b"plain notes\n"), purpose="assistants")
+    [sent] = stack.upstream.received
+    assert sent.path == "/v1/files"
+    assert sent.headers["content-type"].startswith("multipart/form-data")
+    assert b"plain notes" in sent.body
+    with pytest.raises(openai.PermissionDeniedError) as info:
+        await client.files.create(
+            file=(".env", f"GITHUB_TOKEN={GITHUB_PAT}\n".encode()), purpose="assistants"
+        )
+    assert info.value.response.headers["x-reefgate-category"] == "secret"
+    assert GITHUB_PAT not in info.value.message
+    assert len(stack.upstream.received) == 1

@@ -124,3 +124,91 @@ def test_a_key_without_a_value_is_a_segment(
     texts = [s.text for s in segments]
     assert "lonekey=" in texts
     assert "a=1" in texts
+
+
+# -- multipart/form-data --
+
+BOUNDARY = "b0undary"
+FORM = f"multipart/form-data; boundary={BOUNDARY}"
+TOKEN = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+
+
+def _form(*parts: tuple[str, bytes]) -> bytes:
+    """Parts as (header lines, content), joined as an HTTP client sends them."""
+    out = b""
+    for headers, content in parts:
+        out += f"--{BOUNDARY}\r\n{headers}\r\n\r\n".encode() + content + b"\r\n"
+    return out + f"--{BOUNDARY}--\r\n".encode()
+
+
+def _texts(body: bytes) -> dict[str, str]:
+    segments, payload = request_segments("/v1/files", "", FORM, body)
+    assert payload is None
+    return {s.path: s.text for s in segments}
+
+
+def test_form_fields_and_text_files_are_segments() -> None:
+    body = _form(
+        ('Content-Disposition: form-data; name="purpose"', b"assistants"),
+        (
+            'Content-Disposition: form-data; name="file"; filename="notes.txt"\r\n'
+            "Content-Type: text/plain",
+            b"line one\nline two",
+        ),
+    )
+    assert _texts(body) == {
+        "form[0](purpose)": "assistants",
+        "form[1](file).filename": "notes.txt",
+        "form[1](file)": "line one\nline two",
+    }
+
+
+def test_a_binary_file_has_no_text_segment() -> None:
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\xff\xfe"
+    body = _form(
+        ('Content-Disposition: form-data; name="file"; filename="a.png"', png),
+    )
+    assert _texts(body) == {"form[0](file).filename": "a.png"}
+
+
+def test_a_field_name_that_is_not_a_name_is_scanned_and_never_a_path() -> None:
+    body = _form((f'Content-Disposition: form-data; name="{TOKEN}"', b"value"))
+    texts = _texts(body)
+    assert texts["form[0].name"] == TOKEN
+    assert all(TOKEN not in path for path in texts)
+
+
+def test_a_nested_multipart_is_scanned_whole() -> None:
+    # A form-data parser hands the nested part's bytes on as one value.
+    inner = b"--inner\r\nContent-Type: text/plain\r\n\r\n" + TOKEN.encode() + b"\r\n--inner--\r\n"
+    body = _form(
+        (
+            'Content-Disposition: form-data; name="file"\r\n'
+            "Content-Type: multipart/mixed; boundary=inner",
+            inner,
+        )
+    )
+    assert TOKEN in _texts(body)["form[0](file)"]
+
+
+def test_a_transfer_encoded_part_is_scanned_decoded_and_as_sent() -> None:
+    body = _form(
+        (
+            'Content-Disposition: form-data; name="note"\r\nContent-Transfer-Encoding: base64',
+            b"aGVsbG8gd29ybGQ=",
+        )
+    )
+    assert _texts(body) == {"form[0](note)": "hello world", "form[0](note).raw": "aGVsbG8gd29ybGQ="}
+
+
+def test_an_rfc2231_field_name_is_read() -> None:
+    body = _form(("Content-Disposition: form-data; name*=utf-8''caf%C3%A9", b"x"))
+    texts = _texts(body)
+    assert texts["form[0].name"] == "café"
+    assert texts["form[0]"] == "x"
+
+
+def test_a_form_without_parts_is_refused() -> None:
+    with pytest.raises(BadRequest) as info:
+        request_segments("/v1/files", "", "multipart/form-data", b"no boundary here")
+    assert info.value.code == "invalid_multipart"
