@@ -8,6 +8,7 @@ scans every string, so a wrong guess never skips text.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from gateway.wire import anthropic, generic, openai_chat, openai_responses
@@ -20,9 +21,28 @@ Adapter = Callable[[object], list[Segment]]
 _RESPONSES_SUBPATHS = frozenset({"input_tokens", "compact"})
 
 
+_PARAMS = re.compile(r";[^/]*")
+_SLASHES = re.compile(r"//+")
+
+
+def _route_key(path: str) -> str:
+    """The path as the most lenient upstream would route it.
+
+    Servers that match case-insensitively, merge slashes (nginx) or drop
+    `;parameters` (servlet containers) serve `/v1//Chat/completions;x` as chat
+    completions; a variant read as the generic endpoint would skip the
+    inbound check of its tool results.
+    """
+    path = path.split("?", 1)[0]
+    if ";" in path:
+        path = _PARAMS.sub("", path)
+    if "//" in path:
+        path = _SLASHES.sub("/", path)
+    return path.rstrip("/").lower()
+
+
 def adapter_for(path: str) -> Adapter:
-    path = path.split("?", 1)[0].rstrip("/")
-    tail, _, last = path.rpartition("/")
+    tail, _, last = _route_key(path).rpartition("/")
     if last == "completions":
         if tail.endswith("/chat") or tail == "chat":
             return openai_chat.segments

@@ -18,6 +18,13 @@ from gateway.wire.routes import Adapter, adapter_for, is_streaming_request
         ("/openai/deployments/gpt-4o/chat/completions", openai_chat.segments),
         ("/api/v1/chat/completions", openai_chat.segments),
         ("chat/completions", openai_chat.segments),
+        # Variants a lenient upstream routes to the same endpoint.
+        ("/v1/Chat/Completions", openai_chat.segments),
+        ("/v1//chat///completions", openai_chat.segments),
+        ("/v1/chat/completions;jsessionid=1", openai_chat.segments),
+        ("/v1/chat;x=1/completions", openai_chat.segments),
+        ("/V1/MESSAGES", anthropic.segments),
+        ("/v1/Responses", openai_responses.segments),
         ("/v1/chat/completions/chatcmpl-123", generic.segments),
         ("/v1/chat/completions/chatcmpl-123/messages", generic.segments),
         ("/v1/completions", generic.segments),
