@@ -32,6 +32,7 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.guard.decision import Decision
+from gateway.guard.detectors import secrets
 from gateway.guard.pipeline import Guard
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.audit import AuditLog
@@ -155,11 +156,14 @@ class ReverseProxy:
             "category": "none",
         }
         flavor: Flavor = "openai"
-        allowed = False
+        path_checked = allowed = False
         try:
             route = self._routes.get(name)
             if route is None:
-                raise NotFound(f"no upstream named {name!r}; configured: {', '.join(self._routes)}")
+                raise NotFound(
+                    f"no upstream named {secrets.unless_secret(name)!r}; "
+                    f"configured: {', '.join(self._routes)}"
+                )
             flavor = route.flavor
             match = self._teams.resolve(request.headers, request.remote)
             if match is None:
@@ -195,6 +199,7 @@ class ReverseProxy:
                 decision = await self._guard.check(
                     segments, policy, f"team:{match.name}", destination
                 )
+                path_checked = True
             except RequestError:
                 raise
             except Exception as exc:
@@ -204,7 +209,7 @@ class ReverseProxy:
             self._metrics.latency.observe(time.perf_counter() - started)
             if decision.action != "allow":
                 if any(e.where.startswith("path") for e in decision.evidence):
-                    record["path"] = "[redacted]"
+                    record["path"] = secrets.REDACTED
                 return self._refuse(record, flavor, request_id, decision)
             allowed = True
             return await self._forward(request, route, match, rest, query, body, record, request_id)
@@ -237,6 +242,11 @@ class ReverseProxy:
             )
         finally:
             record["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
+            if not path_checked:
+                # Refused before the outbound check read the path: it may hold
+                # a secret, which must not reach the audit file.
+                record["path"] = secrets.unless_secret(record["path"])
+                record["upstream"] = secrets.unless_secret(name)
             self._write_audit(record)
 
     async def _read_body(self, request: web.Request) -> bytes:

@@ -16,6 +16,7 @@ from email.utils import collapse_rfc2231_value
 from urllib.parse import parse_qsl
 
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
+from gateway.guard.detectors.secrets import unless_secret
 from gateway.wire import generic
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.routes import adapter_for
@@ -38,7 +39,8 @@ def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:
         wbits = zlib.MAX_WBITS
     else:
         raise UnsupportedMedia(
-            f"Content-Encoding {enc!r} is not supported; send gzip, deflate or identity"
+            f"Content-Encoding {unless_secret(enc)!r} is not supported; "
+            "send gzip, deflate or identity"
         )
     inflater = zlib.decompressobj(wbits)
     try:
@@ -207,7 +209,7 @@ def request_segments(
         segments.append(Segment("body", "unknown", text, Trust.TRUSTED, None))
     else:
         raise UnsupportedMedia(
-            f"Content-Type {media!r} cannot be inspected; send application/json",
+            f"Content-Type {unless_secret(media)!r} cannot be inspected; send application/json",
         )
     _refuse_surrogates(segments)
     return segments, payload

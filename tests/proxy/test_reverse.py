@@ -210,6 +210,48 @@ async def test_unknown_upstream_404(stack: Stack) -> None:
 
 
 @pytest.mark.parametrize(
+    ("path", "code"),
+    [
+        pytest.param(f"/{SECRET}/v1/chat/completions", "unknown_upstream", id="upstream-name"),
+        pytest.param(f"/openai/v1/files/{SECRET}/%2e%2e/x", "invalid_path", id="dot-segments"),
+        pytest.param(
+            "/openai/v1/files/" + SECRET.replace("_", "%5F") + "/%2e%2e/x",
+            "invalid_path",
+            id="percent-encoded",
+        ),
+    ],
+)
+async def test_a_path_refused_before_the_check_keeps_its_secret_out(
+    stack: Stack, path: str, code: str
+) -> None:
+    assert stack.gateway.port is not None
+    reader, writer = await asyncio.open_connection("127.0.0.1", stack.gateway.port)
+    head = f"GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    writer.write(head.encode())
+    answer = await reader.read()
+    writer.close()
+    assert f'"code":"{code}"'.encode() in answer
+    assert SECRET.encode() not in answer
+    audit = stack.audit_path.read_text()
+    assert SECRET not in audit
+    assert SECRET.replace("_", "%5F") not in audit
+    assert "[redacted]" in audit
+
+
+async def test_an_unsupported_content_type_is_not_echoed_when_it_holds_a_secret(
+    stack: Stack,
+) -> None:
+    status, _, raw = await _post(
+        stack, "/openai/v1/files", b"x", **{"Content-Type": f"application/{SECRET}"}
+    )
+    assert status == 415
+    assert SECRET not in raw.decode()
+    status, _, raw = await _post(stack, "/openai/v1/files", b"x", **{"Content-Type": "image/png"})
+    assert status == 415
+    assert "'image/png'" in raw.decode()
+
+
+@pytest.mark.parametrize(
     "path", ["/openai/v1/x/%2e%2e/chat/completions", "/openai/v1/x/../chat/completions"]
 )
 async def test_dot_segments_refused(stack: Stack, path: str) -> None:

@@ -43,10 +43,11 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from urllib.parse import unquote
 
 from gateway.guard.findings import Finding, fingerprint
 
-__all__ = ["KINDS", "scan"]
+__all__ = ["KINDS", "REDACTED", "scan", "unless_secret"]
 
 _A = re.ASCII
 
@@ -1971,3 +1972,21 @@ def scan(text: str) -> list[Finding]:
                     last_end = m.end()
                     handler(ctx, m)
     return _resolve(text, ctx.hits) if ctx.hits else []
+
+
+REDACTED = "[redacted]"
+
+
+def unless_secret(text: str) -> str:
+    """`text`, or a placeholder when it holds a secret, as sent or percent-decoded.
+
+    For request data that goes into a log, the audit or an error message
+    without having passed the outbound check (a path refused before it).
+    """
+    try:
+        if scan(text) or ("%" in text and scan(unquote(text))):
+            return REDACTED
+    except Exception:
+        # Unchecked is treated as a secret: the entry is written either way.
+        return REDACTED
+    return text
