@@ -211,6 +211,11 @@ def request_segments(
         raise UnsupportedMedia(
             f"Content-Type {unless_secret(media)!r} cannot be inspected; send application/json",
         )
+    if len(segments) > generic.MAX_SEGMENTS:
+        # The JSON adapters stop at the limit themselves; forms and queries here.
+        raise BadRequest(
+            f"request has more than {generic.MAX_SEGMENTS} text fields", code="invalid_payload"
+        )
     _refuse_surrogates(segments)
     return segments, payload
 

@@ -212,3 +212,12 @@ def test_a_form_without_parts_is_refused() -> None:
     with pytest.raises(BadRequest) as info:
         request_segments("/v1/files", "", "multipart/form-data", b"no boundary here")
     assert info.value.code == "invalid_multipart"
+
+
+def test_a_form_with_too_many_fields_is_refused() -> None:
+    from gateway.wire.generic import MAX_SEGMENTS
+
+    body = "&".join(f"k{i}=v" for i in range(MAX_SEGMENTS + 1)).encode()
+    with pytest.raises(BadRequest) as info:
+        request_segments("/v1/x", "", "application/x-www-form-urlencoded", body)
+    assert info.value.code == "invalid_payload"
