@@ -187,6 +187,11 @@ class AuditLog:
         self._head_raw = bytes.fromhex(entry_hash)
         return entry_hash
 
+    def reopen(self) -> None:
+        """Close and open again: after a failed write, this repairs the tail or raises."""
+        self.close()
+        self.open()
+
     def close(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:

@@ -124,6 +124,9 @@ class _RequestIds:
 
 
 class ReverseProxy:
+    # How often a failed audit log is reopened while requests are refused.
+    audit_retry_s = 1.0
+
     def __init__(
         self,
         config: LoadedConfig,
@@ -141,11 +144,23 @@ class ReverseProxy:
         self._teams = TeamResolver(config)
         self._limit = config.gateway.limits.max_body_bytes
         self._ids = _RequestIds()
+        self._audit_retry_at = 0.0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         started = time.perf_counter()
         request_id = self._ids.next()
         name, rest, query = _split(request.raw_path)
+        if self._audit.failed is not None and not self._audit_recovered():
+            # Fail closed: what cannot be audited is not forwarded.
+            route = self._routes.get(name)
+            log.error("refused %s: the audit log cannot be written", request_id)
+            return self._error(
+                route.flavor if route is not None else "openai",
+                503,
+                "reefgate cannot write its audit log; requests are refused until it can",
+                "audit_unavailable",
+                request_id,
+            )
         record: dict[str, Any] = {
             "request_id": request_id,
             "method": request.method,
@@ -385,6 +400,19 @@ class ReverseProxy:
             record["outcome"] = "client_closed"
         return response
 
+    def _audit_recovered(self) -> bool:
+        now = time.monotonic()
+        if now < self._audit_retry_at:
+            return False
+        self._audit_retry_at = now + self.audit_retry_s
+        try:
+            self._audit.reopen()
+        except OSError as exc:
+            log.error("audit log still cannot be opened: %s", type(exc).__name__)
+            return False
+        log.warning("audit log reopened after a failed write")
+        return True
+
     def _write_audit(self, record: dict[str, Any]) -> None:
         upstream = record["upstream"] if record["upstream"] in self._routes else "unknown"
         self._metrics.count_request(upstream, record["decision"], record["category"])
@@ -392,7 +420,8 @@ class ReverseProxy:
             self._audit.append("request", record)
         except Exception:
             # The response is already decided; a broken audit must not turn into
-            # a crashed handler. It is logged loudly and /readyz reports it.
+            # a crashed handler. It is logged loudly, /readyz reports it, and
+            # later requests are refused until the log can be reopened.
             log.exception("audit write failed")
         # The audit already records every request; the access log line is for
         # debugging and costs nothing when the level is above DEBUG.

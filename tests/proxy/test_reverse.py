@@ -562,3 +562,46 @@ async def test_an_error_after_the_verdict_is_audited_as_an_internal_error(
         500,
         "internal_error",
     )
+
+
+# -- a broken audit log --
+
+
+async def test_requests_are_refused_while_the_audit_log_cannot_be_written(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gateway.app import AUDIT, PROXY
+    from gateway.observe import audit as audit_module
+    from gateway.observe.audit import AuditLogError, verify
+
+    app = stack.gateway.app
+    monkeypatch.setattr(app[PROXY], "audit_retry_s", 0.0)
+
+    def disk_full(fd: int, data: bytes) -> None:
+        raise OSError(28, "No space left on device")
+
+    def still_broken() -> None:
+        raise AuditLogError("cannot open")
+
+    monkeypatch.setattr(audit_module, "_write_all", disk_full)
+    # The request whose entry fails was already answered; it is not undone.
+    status, _, _ = await _post(stack, CHAT, json.dumps(_chat("first")).encode())
+    assert status == 200
+    assert app[AUDIT].failed is not None
+    monkeypatch.setattr(app[AUDIT], "open", still_broken)
+    status, _, raw = await _post(stack, CHAT, json.dumps(_chat("second")).encode())
+    assert status == 503
+    assert json.loads(raw)["error"]["code"] == "audit_unavailable"
+    assert len(stack.upstream.received) == 1
+    async with aiohttp.ClientSession() as s, s.get(stack.url + "/readyz") as r:
+        assert r.status == 503
+    # Space again: the next request reopens the log, which carries on the chain.
+    monkeypatch.undo()
+    monkeypatch.setattr(app[PROXY], "audit_retry_s", 0.0)
+    status, _, _ = await _post(stack, CHAT, json.dumps(_chat("third")).encode())
+    assert status == 200
+    assert len(stack.upstream.received) == 2
+    assert app[AUDIT].failed is None
+    result = verify(stack.audit_path)
+    assert result.ok, result.error
+    assert result.entries == 1
