@@ -515,53 +515,39 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
     await _alive(stack)
 
 
-async def test_an_error_before_the_verdict_is_an_audited_error_not_an_allow(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("stage", "decision", "category"),
+    [
+        # Before the verdict: nothing was judged, so the entry must not say allow.
+        pytest.param("_check_path", "error", "internal_error", id="before-the-verdict"),
+        pytest.param("request_headers", "allow", "none", id="after-the-verdict"),
+    ],
+)
+async def test_an_unexpected_error_is_a_provider_shaped_500_and_audited(
+    stack: Stack, monkeypatch: pytest.MonkeyPatch, stage: str, decision: str, category: str
 ) -> None:
     from gateway.proxy import reverse
 
     def broken(*args: object, **kwargs: object) -> object:
-        raise RuntimeError("path check broke")
+        raise RuntimeError(f"{stage} broke")
 
-    monkeypatch.setattr(reverse, "_check_path", broken)
-    status, _, raw = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
-    assert status == 500
-    assert json.loads(raw)["error"]["code"] == "internal_error"
-    assert stack.upstream.received == []
-    [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
-    payload = entry["event"]["payload"]
-    assert (payload["decision"], payload["category"], payload["status"]) == (
-        "error",
-        "internal_error",
-        500,
-    )
-    monkeypatch.undo()
-    await _alive(stack)
-
-
-async def test_an_error_after_the_verdict_is_audited_as_an_internal_error(
-    stack: Stack, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from gateway.proxy import reverse
-
-    def broken(*args: object, **kwargs: object) -> object:
-        raise RuntimeError("header building broke")
-
-    monkeypatch.setattr(reverse, "request_headers", broken)
+    monkeypatch.setattr(reverse, stage, broken)
     status, headers, raw = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
     assert status == 500
     assert headers["Content-Type"].startswith("application/json")
-    error = json.loads(raw)["error"]
-    assert error["code"] == "internal_error"
-    assert "header building broke" not in raw.decode()
+    assert json.loads(raw)["error"]["code"] == "internal_error"
+    assert "broke" not in raw.decode()
     assert stack.upstream.received == []
     [entry] = [json.loads(line) for line in stack.audit_path.read_text().splitlines()]
     payload = entry["event"]["payload"]
-    assert (payload["decision"], payload["status"], payload["outcome"]) == (
-        "allow",
+    assert (payload["decision"], payload["category"], payload["status"], payload["outcome"]) == (
+        decision,
+        category,
         500,
         "internal_error",
     )
+    monkeypatch.undo()
+    await _alive(stack)
 
 
 # -- a broken audit log --
