@@ -43,6 +43,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import AnyStr
 from urllib.parse import unquote
 
 from gateway.guard.findings import Finding, fingerprint
@@ -1911,30 +1912,26 @@ def _candidates(text: str) -> dict[int, list[int]]:
         return found
     # Each pass is looked for by exactly one of these searches.
     for anchor, rx, passes in _TEXT_SEARCHES:
-        if anchor in text:
-            search = rx.search
-            m = search(text)
-            if m is not None:
-                positions = []
-                while m is not None:
-                    pos = m.start()
-                    positions.append(pos)
-                    m = search(text, pos + 1)
-                found.update(dict.fromkeys(passes, positions))
+        if anchor in text and (positions := _starts(rx, text)):
+            found.update(dict.fromkeys(passes, positions))
     # Non-ASCII becomes "?", so the copy keeps the offsets of ``text``.
     low = text.encode("ascii", "replace").lower()
     for letter, lrx, passes in _LOWER_SEARCHES:
-        if letter in low:
-            lsearch = lrx.search
-            lm = lsearch(low)
-            if lm is not None:
-                positions = []
-                while lm is not None:
-                    pos = lm.start()
-                    positions.append(pos)
-                    lm = lsearch(low, pos + 1)
-                found.update(dict.fromkeys(passes, positions))
+        if letter in low and (positions := _starts(lrx, low)):
+            found.update(dict.fromkeys(passes, positions))
     return found
+
+
+def _starts(rx: re.Pattern[AnyStr], subject: AnyStr) -> list[int]:
+    """Every position where `rx` matches, overlapping matches included."""
+    positions = []
+    search = rx.search
+    m = search(subject)
+    while m is not None:
+        pos = m.start()
+        positions.append(pos)
+        m = search(subject, pos + 1)
+    return positions
 
 
 def _resolve(text: str, hits: list[tuple[int, int, str, int]]) -> list[Finding]:
