@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 import yaml
+from aiohttp import web
 
 T = TypeVar("T")
 
@@ -100,6 +101,29 @@ def prioritize(nice: int) -> None:
         NICE["applied"] = os.getpriority(os.PRIO_PROCESS, 0)
     except OSError as exc:
         NICE["applied"] = f"not applied ({exc.strerror})"
+
+
+async def serve_app(app: web.Application, name: str, port: int, max_s: float) -> None:
+    """Serve `app` on loopback until SIGINT, SIGTERM or `max_s` seconds.
+
+    Prints `<name> listening on http://127.0.0.1:PORT` once bound. Bounded so
+    that an orphaned service never outlives its benchmark by much.
+    """
+    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096, reuse_address=True)
+    await site.start()
+    print(f"{name} listening on http://127.0.0.1:{runner.addresses[0][1]}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await asyncio.wait_for(stop.wait(), timeout=max_s)
+    except TimeoutError:
+        pass
+    finally:
+        await runner.cleanup()
 
 
 def run_async(coro: Coroutine[Any, Any, T]) -> T:

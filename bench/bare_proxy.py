@@ -11,15 +11,13 @@ the inspection. It prints `bare-proxy listening on http://127.0.0.1:PORT`.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 
 import aiohttp
 from aiohttp import web
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
-from bench._common import run_async
+from bench._common import run_async, serve_app
 
 _HOP = frozenset(
     {
@@ -78,22 +76,12 @@ async def serve(upstream: str, port: int, max_s: float) -> None:
         cookie_jar=aiohttp.DummyCookieJar(),
     )
     app.router.add_route("*", "/{tail:.*}", _proxy)
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096, reuse_address=True)
-    await site.start()
-    print(f"bare-proxy listening on http://127.0.0.1:{runner.addresses[0][1]}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        await asyncio.wait_for(stop.wait(), timeout=max_s)
-    except TimeoutError:
-        pass
-    finally:
-        await runner.cleanup()
+
+    async def close_session(app: web.Application) -> None:
         await app[SESSION].close()
+
+    app.on_cleanup.append(close_session)
+    await serve_app(app, "bare-proxy", port, max_s)
 
 
 def main() -> None:

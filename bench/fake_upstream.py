@@ -15,11 +15,10 @@ import argparse
 import asyncio
 import json
 import re
-import signal
 
 from aiohttp import web
 
-from bench._common import run_async
+from bench._common import run_async, serve_app
 
 MODEL = "gpt-4o-mini-2024-07-18"
 _CREATED = 1_716_000_000
@@ -129,23 +128,7 @@ async def serve(port: int, hold_s: float, max_s: float) -> None:
     app.router.add_post("/{prefix:.*}chat/completions", upstream.chat)
     app.router.add_get("/{prefix:.*}models", upstream.models)
     app.router.add_route("*", "/{tail:.*}", upstream.other)
-    runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", port, backlog=4096, reuse_address=True)
-    await site.start()
-    bound = runner.addresses[0][1]
-    print(f"fake-upstream listening on http://127.0.0.1:{bound}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    try:
-        # Bounded: an orphaned fake never outlives its benchmark by much.
-        await asyncio.wait_for(stop.wait(), timeout=max_s)
-    except TimeoutError:
-        pass
-    finally:
-        await runner.cleanup()
+    await serve_app(app, "fake-upstream", port, max_s)
 
 
 def main() -> None:
