@@ -1372,8 +1372,12 @@ class _Shapes:
 _GROUP_SHAPES: dict[str, list[_Shape]] = {}
 
 
-def _group_end(pattern: str, start: int) -> int:
-    """The index just past the parenthesis that closes the one at `start`."""
+def _syntax(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:
+    """(index, character, depth after it) for each `(`, `)` and `|` from `start`.
+
+    Escaped characters and character classes are skipped: their parentheses
+    and bars are literal.
+    """
     depth = 0
     i = start
     while i < len(pattern):
@@ -1383,13 +1387,17 @@ def _group_end(pattern: str, start: int) -> int:
         elif c == "[":
             i = _class_end(pattern, i)
             continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return i + 1
+        elif c in "()|":
+            depth += (c == "(") - (c == ")")
+            yield i, c, depth
         i += 1
+
+
+def _group_end(pattern: str, start: int) -> int:
+    """The index just past the parenthesis that closes the one at `start`."""
+    for i, c, depth in _syntax(pattern, start):
+        if c == ")" and depth == 0:
+            return i + 1
     raise ValueError("unbalanced parenthesis")
 
 
@@ -1406,22 +1414,11 @@ def _class_end(pattern: str, i: int) -> int:
 def _top_level(pattern: str) -> list[str]:
     """The top-level alternatives of a pattern."""
     parts: list[str] = []
-    depth = start = i = 0
-    while i < len(pattern):
-        c = pattern[i]
-        if c == "\\":
-            i += 1
-        elif c == "[":
-            i = _class_end(pattern, i)
-            continue
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-        elif c == "|" and depth == 0:
+    start = 0
+    for i, c, depth in _syntax(pattern):
+        if c == "|" and depth == 0:
             parts.append(pattern[start:i])
             start = i + 1
-        i += 1
     parts.append(pattern[start:])
     return parts
 
