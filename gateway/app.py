@@ -8,8 +8,9 @@ import aiohttp
 from aiohttp import web
 
 from gateway.config.loader import LoadedConfig
+from gateway.guard.findings import Fingerprinter
 from gateway.guard.pipeline import Guard
-from gateway.observe.audit import AuditLog
+from gateway.observe.audit import AuditLog, fingerprint_key
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
 from gateway.proxy.reverse import ReverseProxy
 
@@ -19,6 +20,12 @@ SESSION = web.AppKey("session", aiohttp.ClientSession)
 AUDIT = web.AppKey("audit", AuditLog)
 PROXY = web.AppKey("proxy", ReverseProxy)
 METRICS = web.AppKey("metrics", Metrics)
+
+
+def build_guard(config: LoadedConfig) -> Guard:
+    """The guard for `config`, fingerprinting with the deployment's key (made on first start)."""
+    key = fingerprint_key(config.gateway.audit, config.env)
+    return Guard(config.gateway, config.teams, config.env, Fingerprinter(key))
 
 
 def _new_session(config: LoadedConfig) -> aiohttp.ClientSession:
@@ -105,7 +112,7 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
 def make_app(config: LoadedConfig) -> web.Application:
     app = web.Application(client_max_size=config.gateway.limits.max_body_bytes)
     app[CONFIG] = config
-    app[GUARD] = Guard(config.gateway, config.teams, config.env)
+    app[GUARD] = build_guard(config)
     app[METRICS] = Metrics()
     app[SYNCED] = _Synced()
     app.cleanup_ctx.append(_resources)

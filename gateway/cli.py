@@ -132,7 +132,9 @@ async def _with_guard(
 ) -> int:
     import aiohttp
 
-    guard = Guard(config.gateway, config.teams, config.env)
+    from gateway.app import build_guard
+
+    guard = build_guard(config)
     async with aiohttp.ClientSession(
         skip_auto_headers=("User-Agent", "Accept-Encoding", "Accept", "Content-Type"),
         auto_decompress=False,

@@ -17,6 +17,9 @@ from pydantic import ValidationError
 from gateway.config.models import GatewayConfig, Team
 from gateway.errors import ConfigError
 
+# A fingerprint key given in the environment: 32 characters or more.
+FINGERPRINT_KEY_CHARS = 32
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigIssue:
@@ -149,6 +152,18 @@ def _cross_check(
         if upstream.api_key_env:
             need_env(upstream.api_key_env, gw_display, f"upstreams.{up_name}.api_key_env")
 
+    key_env = gateway.audit.fingerprint_key_env
+    if key_env:
+        need_env(key_env, gw_display, "audit.fingerprint_key_env")
+        if 0 < len(env.get(key_env, "")) < FINGERPRINT_KEY_CHARS:
+            issues.append(
+                ConfigIssue(
+                    gw_display,
+                    "audit.fingerprint_key_env",
+                    f"environment variable {key_env} must hold at least "
+                    f"{FINGERPRINT_KEY_CHARS} characters",
+                )
+            )
     if gateway.guard.classifier.api_key_env:
         need_env(gateway.guard.classifier.api_key_env, gw_display, "guard.classifier.api_key_env")
     defaults = [name for name, team in teams.items() if team.default]

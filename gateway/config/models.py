@@ -72,6 +72,16 @@ class Audit(Strict):
     path: Path = Path("var/audit.jsonl")
     # fsync every record: survives a machine crash, at a per-request cost.
     fsync: bool = False
+    # The key of the HMAC that fingerprints found secrets: an environment
+    # variable holding at least 32 characters, else a key file (created with
+    # mode 0600 at first start; default: fingerprint.key beside the audit log).
+    fingerprint_key_env: EnvName | None = None
+    fingerprint_key_file: Path | None = None
+
+    def key_file(self) -> Path:
+        if self.fingerprint_key_file is not None:
+            return self.fingerprint_key_file
+        return self.path.with_name("fingerprint.key")
 
 
 class Cache(Strict):

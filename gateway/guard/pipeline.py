@@ -38,8 +38,9 @@ from gateway.guard.classifiers.providers import (
     Provider,
 )
 from gateway.guard.decision import ALLOW, Decision, Evidence, severity
+from gateway.guard import floor
 from gateway.guard.detectors import injection, secrets
-from gateway.guard.findings import Finding, fingerprint
+from gateway.guard.findings import Fingerprinter
 from gateway.guard.verdict import (
     GUARD_FAILURE,
     Direction,
@@ -91,18 +92,28 @@ def segment_key(direction: str, text: str, policy_version: str, model: str) -> s
     return hashlib.sha256(data).hexdigest()
 
 
+# Roles that may stand in for a location that cannot be shown; they are the
+# adapters' own labels, never a value the client chose.
+_SHOWN_ROLES = frozenset(
+    {"system", "developer", "user", "assistant", "tool", "function", "request", "unknown"}
+    | {"path", "query", "field", "file", "header", "body", "peer"}
+)
+
+
 def _safe_where(segment: Segment) -> str:
     where = segment.where()
-    if not _SAFE_PATH.match(where) or secrets.scan(where):
-        return f"role {segment.role}" + (
-            f", message {segment.index}" if segment.index is not None else ""
-        )
-    return where
+    if _SAFE_PATH.match(where) and not secrets.scan(where):
+        return where
+    parts = [f"role {segment.role}"] if segment.role in _SHOWN_ROLES else []
+    if segment.index is not None:
+        parts.append(f"message {segment.index}")
+    return ", ".join(parts) or "a field of the request"
 
 
 @dataclass(slots=True)
 class _Seen:
-    findings: tuple[Finding, ...]
+    # (kind, fingerprint) of each secret the floor found.
+    findings: tuple[tuple[str, str], ...]
     injection: injection.InjectionAssessment | None = None
 
 
@@ -130,9 +141,14 @@ def build_provider(settings: ClassifierSettings, env: Mapping[str, str]) -> Prov
 
 class Guard:
     def __init__(
-        self, gateway: GatewayConfig, teams: Mapping[str, Team], env: Mapping[str, str]
+        self,
+        gateway: GatewayConfig,
+        teams: Mapping[str, Team],
+        env: Mapping[str, str],
+        fingerprint: Fingerprinter,
     ) -> None:
         self._gateway = gateway
+        self.fingerprint = fingerprint
         self._teams = dict(teams)
         self._env = dict(env)
         cache = gateway.guard.cache
@@ -199,7 +215,7 @@ class Guard:
         if cache is None:
             for text in texts:
                 scanned += len(text)
-                out.append(_Seen(tuple(secrets.scan(text))))
+                out.append(self._floor(text))
             self.bytes_scanned += scanned
             return out
         get, put, sha256 = cache.get, cache.put, hashlib.sha256
@@ -214,11 +230,15 @@ class Guard:
             seen = get(key, now)
             if seen is None:
                 scanned += len(text)
-                seen = _Seen(tuple(secrets.scan(text)))
+                seen = self._floor(text)
                 put(key, seen, now)
             out.append(seen)
         self.bytes_scanned += scanned
         return out
+
+    def _floor(self, text: str) -> _Seen:
+        fp = self.fingerprint
+        return _Seen(tuple((kind, fp(value)) for kind, value in floor.find(text)))
 
     # -- verdicts, cached and shared in flight --
 
@@ -296,24 +316,27 @@ class Guard:
             "text", "peer", text, Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
         )
         (seen,) = self._inspect([text], monotonic())
-        floor = _floor_decision([(segment, seen)])
-        if floor.action == "deny":
-            return floor
+        floor_decision = _floor_decision([(segment, seen)])
+        if floor_decision.action == "deny":
+            return floor_decision
         jobs: list[Awaitable[tuple[Verdict, tuple[str, ...]]]] = []
         if direction == "inbound":
             jobs.append(_ready(self._heuristic(seen, text, policy.policy_version)))
         if policy.classifier is not None:
             jobs.append(_no_signals(self._classify(policy, direction, text, source, destination)))
         results = await asyncio.gather(*jobs)
-        return _combine([(segment, direction, verdict, signals) for verdict, signals in results])
+        return _combine(
+            [(segment, direction, verdict, signals) for verdict, signals in results],
+            self.fingerprint,
+        )
 
     async def check(
         self, segments: Sequence[Segment], policy: TeamPolicy, source: str, destination: str
     ) -> Decision:
         seen = self._inspect([segment.text for segment in segments], monotonic())
-        floor = _floor_decision(zip(segments, seen, strict=True))
-        if floor.action == "deny":
-            return floor
+        floor_decision = _floor_decision(zip(segments, seen, strict=True))
+        if floor_decision.action == "deny":
+            return floor_decision
         classifier = policy.classifier
         inbound = policy.inbound
         # Without a classifier only untrusted text (and, per team, model output)
@@ -324,8 +347,9 @@ class Guard:
         for segment, info in zip(segments, seen, strict=True):
             if skip_trusted and segment.trust is not Trust.UNTRUSTED:
                 continue
-            # The request path gets the floor only: it is routing, not content.
-            if not segment.text or segment.role == "path":
+            # Identifiers, keys, headers and the path get the floor only: the
+            # model does not read them as instructions.
+            if not segment.text or segment.trust is Trust.OPAQUE:
                 continue
             if self._is_untrusted(segment, inbound):
                 found = self._assessed(info, segment.text)
@@ -354,7 +378,7 @@ class Guard:
                 (segment, direction, verdict, ())
                 for (segment, direction, _), verdict in zip(jobs, verdicts, strict=True)
             )
-        return _combine(results)
+        return _combine(results, self.fingerprint)
 
 
 def _heuristic_verdict(found: injection.InjectionAssessment, policy_version: str) -> Verdict:
@@ -366,7 +390,7 @@ def _floor_decision(seen: Iterable[tuple[Segment, _Seen]]) -> Decision:
     for segment, info in seen:
         if info.findings:
             where = _safe_where(segment)
-            evidence.extend(Evidence(f.kind, f.fingerprint, where) for f in info.findings)
+            evidence.extend(Evidence(kind, fp, where) for kind, fp in info.findings)
     if not evidence:
         return ALLOW
     kinds = sorted({e.kind for e in evidence})
@@ -384,7 +408,9 @@ async def _no_signals(pending: Awaitable[Verdict]) -> tuple[Verdict, tuple[str, 
     return await pending, ()
 
 
-def _combine(results: list[tuple[Segment, str, Verdict, tuple[str, ...]]]) -> Decision:
+def _combine(
+    results: list[tuple[Segment, str, Verdict, tuple[str, ...]]], fingerprint: Fingerprinter
+) -> Decision:
     worst: tuple[Segment, str, Verdict] | None = None
     evidence: list[Evidence] = []
     for segment, direction, verdict, signals in results:

@@ -57,11 +57,12 @@ from pathlib import Path
 from types import TracebackType
 
 from gateway.canonical import CanonicalError, canonical_bytes
+from gateway.config.models import Audit
 
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["AuditLog", "AuditLogError", "VerifyResult", "verify"]
+__all__ = ["AuditLog", "AuditLogError", "VerifyResult", "fingerprint_key", "verify"]
 
 log = logging.getLogger(__name__)
 
@@ -243,6 +244,43 @@ def verify(
     if expected_head is not None and head != expected_head:
         return VerifyResult(False, entries, head, "head does not match the expected head", None)
     return VerifyResult(True, entries, head)
+
+
+def fingerprint_key(settings: Audit, env: Mapping[str, str]) -> bytes:
+    """The deployment's fingerprint key: from the environment, else from its key file.
+
+    The file is created (32 random bytes, hex, mode 0600) when missing, so
+    fingerprints stay comparable across restarts. Raises ``AuditLogError``
+    when it cannot be read or made.
+    """
+    if settings.fingerprint_key_env:
+        value = env.get(settings.fingerprint_key_env, "")
+        if value:
+            return value.encode("utf-8")
+        raise AuditLogError(f"environment variable {settings.fingerprint_key_env} is not set")
+    path = settings.key_file()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            try:
+                _write_all(fd, os.urandom(32).hex().encode("ascii") + b"\n")
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        raw = path.read_bytes().strip()
+    except OSError as exc:
+        raise AuditLogError(f"cannot read or create the fingerprint key {path}: {exc}") from exc
+    try:
+        key = bytes.fromhex(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        key = raw
+    if len(key) < 16:
+        raise AuditLogError(f"fingerprint key {path} holds fewer than 16 bytes")
+    return key
 
 
 # ---------------------------------------------------------------------------

@@ -38,7 +38,7 @@ from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.audit import AuditLog
 from gateway.observe.metrics import Metrics
 from gateway.proxy.upstream import request_headers, response_headers
-from gateway.wire.base import Segment
+from gateway.wire.base import Segment, Trust
 from gateway.wire.body import decode_content, request_segments, require_json
 from gateway.wire.errors import error_body, stream_error_event
 
@@ -208,7 +208,7 @@ class ReverseProxy:
                 encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
                 decoded = decode_content(body, encoding, self._limit)
                 segments, payload = request_segments(api_path, query, content_type, decoded)
-                segments.insert(0, Segment("path", "path", api_path))
+                segments.insert(0, Segment("path", "path", api_path, Trust.OPAQUE))
                 model = payload.get("model") if isinstance(payload, dict) else None
                 destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
                 decision = await self._guard.check(

@@ -16,6 +16,10 @@ class Trust(StrEnum):
     # Text that came from outside the agent's trust boundary (tool results,
     # documents, peer messages); it is also checked inbound for injection.
     UNTRUSTED = "untrusted"
+    # Text the model does not read as prose: identifiers, enum values, object
+    # keys, header values, the request path. It still leaves the gateway, so
+    # the secret floor sees it; the injection check and the classifier do not.
+    OPAQUE = "opaque"
 
 
 # Not frozen: thousands are built per second on the request path, and a frozen

@@ -18,7 +18,7 @@ import pytest
 
 from gateway.guard.detectors import secrets
 from gateway.guard.detectors.secrets import KINDS, REDACTED, scan, unless_secret
-from gateway.guard.findings import Finding, fingerprint
+from gateway.guard.findings import Finding
 
 _RNG = random.Random(20240611)
 B62 = string.ascii_letters + string.digits
@@ -187,8 +187,6 @@ def test_detects_each_kind_with_exact_span(kind: str, before: str, secret: str, 
     findings = scan(text)
     spans = [(f.kind, f.start, f.end) for f in findings]
     assert (kind, start, start + len(secret)) in spans, spans
-    match = next(f for f in findings if f.kind == kind)
-    assert match.fingerprint == fingerprint(secret)
     assert kind in KINDS
 
 
@@ -271,7 +269,6 @@ def test_findings_are_ordered_and_do_not_leak_the_value() -> None:
         assert isinstance(f, Finding)
         assert secret not in repr(f)
         assert secret not in str(f)
-        assert f.fingerprint == hashlib.sha256(secret.encode()).hexdigest()[:16]
 
 
 def test_specific_format_wins_over_generic_assignment() -> None:

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from typing import AnyStr
 from urllib.parse import unquote
 
-from gateway.guard.findings import Finding, fingerprint
+from gateway.guard.findings import Finding
 
 __all__ = ["KINDS", "REDACTED", "scan", "unless_secret"]
 
@@ -1934,7 +1934,7 @@ def _starts(rx: re.Pattern[AnyStr], subject: AnyStr) -> list[int]:
     return positions
 
 
-def _resolve(text: str, hits: list[tuple[int, int, str, int]]) -> list[Finding]:
+def _resolve(hits: list[tuple[int, int, str, int]]) -> list[Finding]:
     # A hit inside one at least as specific (same value seen by a vendor rule and
     # by the generic assignment rule) is reported once; partial overlaps are all
     # kept, since redaction needs their union.
@@ -1946,7 +1946,7 @@ def _resolve(text: str, hits: list[tuple[int, int, str, int]]) -> list[Finding]:
             continue  # every kept hit starts at or before h, so this one contains it
         reach[h[3]] = max(reach[h[3]], h[1])
         kept.append(h)
-    return [Finding(kind, s, e, fingerprint(text[s:e])) for s, e, kind, _ in kept]
+    return [Finding(kind, s, e) for s, e, kind, _ in kept]
 
 
 def scan(text: str) -> list[Finding]:
@@ -1968,7 +1968,7 @@ def scan(text: str) -> list[Finding]:
                 if m is not None:
                     last_end = m.end()
                     handler(ctx, m)
-    return _resolve(text, ctx.hits) if ctx.hits else []
+    return _resolve(ctx.hits) if ctx.hits else []
 
 
 REDACTED = "[redacted]"
