@@ -28,6 +28,7 @@ from cachetools import TTLCache
 from gateway.canonical import digest
 from gateway.config.models import Classifier as ClassifierSettings
 from gateway.config.models import GatewayConfig, Inbound, Rules, Team
+from gateway.guard import floor
 from gateway.guard.cache import TextCache
 from gateway.guard.cache import now as monotonic
 from gateway.guard.classifiers.client import Classifier
@@ -38,7 +39,6 @@ from gateway.guard.classifiers.providers import (
     Provider,
 )
 from gateway.guard.decision import ALLOW, Decision, Evidence, severity
-from gateway.guard import floor
 from gateway.guard.detectors import injection, secrets
 from gateway.guard.findings import Fingerprinter
 from gateway.guard.verdict import (
