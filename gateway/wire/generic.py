@@ -34,14 +34,11 @@ be a secret without turning every field name into a segment.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import codecs
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from urllib.parse import unquote_to_bytes
 
+from gateway.wire import blobs
 from gateway.wire.base import MAX_DEPTH, PayloadError, Segment, Trust
 
 ROLE_UNKNOWN = "unknown"
@@ -115,14 +112,6 @@ _SHORT_NAME_MAX = 24
 _NAME_MAX = 64
 _PLAIN_TABLE = str.maketrans("_-$", "aaa")
 
-_DATA_URL_META_MAX = 256
-_URLSAFE_TO_STANDARD = str.maketrans("-_", "+/")
-# Base64 characters decoded to decide whether the rest is worth decoding; a
-# multiple of 4, and enough to get past any text-like file header.
-_SNIFF_CHARS = 4096
-_SNIFF_BYTES = _SNIFF_CHARS // 4 * 3
-_SHORT_BINARY_MAX = 512
-
 
 @dataclass(frozen=True, slots=True)
 class Spec:
@@ -178,63 +167,12 @@ def _bounded(path: str) -> str:
     return f"{path[:_PATH_HEAD]}…{path[_PATH_HEAD - _PATH_MAX + 1 :]}"
 
 
-def data_url_text(url: str) -> str:
-    """What to scan for a ``data:`` URL: its decoded text, or "" for a binary payload."""
-    comma = url.find(",", 5, _DATA_URL_META_MAX)
-    if comma < 0:
-        return url
-    body = url[comma + 1 :]
-    if url[5:comma].rstrip().lower().endswith(";base64"):
-        return base64_text(body, url)
-    return _bytes_text(unquote_to_bytes(body), url)
-
-
-def base64_text(data: str, as_sent: str) -> str:
-    """What to scan for base64 ``data``: its decoded text, or "" for a binary payload.
-
-    Standard or URL-safe alphabet, line breaks and missing padding are
-    accepted; what is not base64 at all is scanned ``as_sent``. Only the first
-    few KiB are decoded to tell a large binary payload, so a 10 MB image costs
-    no more than a small one.
-    """
-    if not data.isascii():
-        return as_sent
-    compact = "".join(data.split())
-    if "-" in compact or "_" in compact:
-        compact = compact.translate(_URLSAFE_TO_STANDARD)
-    compact += "=" * (-len(compact) % 4)
-    try:
-        if len(compact) > _SNIFF_CHARS:
-            head = base64.b64decode(compact[:_SNIFF_CHARS], validate=True)
-            if _is_binary(head, complete=False):
-                return _binary(as_sent)
-        raw = base64.b64decode(compact, validate=True)
-    except (binascii.Error, ValueError):
-        return as_sent
-    return _bytes_text(raw, as_sent)
-
-
-def _bytes_text(raw: bytes, as_sent: str) -> str:
-    if _is_binary(raw[:_SNIFF_BYTES], complete=len(raw) <= _SNIFF_BYTES):
-        return _binary(as_sent)
-    return raw.decode("utf-8", "replace")
-
-
-def _is_binary(head: bytes, *, complete: bool) -> bool:
-    """A NUL or invalid UTF-8; ``complete`` False allows a sequence cut at the end."""
-    if b"\0" in head:
-        return True
-    try:
-        codecs.getincrementaldecoder("utf-8")().decode(head, final=complete)
-    except UnicodeDecodeError:
-        return True
-    return False
-
-
-def _binary(as_sent: str) -> str:
-    # A short value is scanned as sent: a token pasted where base64 belongs often
-    # decodes without error into garbage, and real attachments are far longer.
-    return as_sent if len(as_sent) <= _SHORT_BINARY_MAX else ""
+def _append(
+    out: list[Segment], text: str, path: str, role: str, trust: Trust, index: int | None
+) -> None:
+    if len(out) >= MAX_SEGMENTS:
+        raise PayloadError(f"request body has more than {MAX_SEGMENTS} text fields")
+    out.append(Segment(path, role, text, trust, index))
 
 
 def add_text(
@@ -243,22 +181,53 @@ def add_text(
     if not text:
         return
     if text.startswith("data:"):
-        text = data_url_text(text)
-        if not text:
-            return
-    if len(out) >= MAX_SEGMENTS:
-        raise PayloadError(f"request body has more than {MAX_SEGMENTS} text fields")
-    out.append(Segment(path, role, text, trust, index))
+        _add_pieces(out, blobs.data_url_texts(text), path, role, trust, index)
+        return
+    _append(out, text, path, role, trust, index)
 
 
 def add_base64(
-    out: list[Segment], value: str, path: str, role: str, trust: Trust, index: int | None
+    out: list[Segment],
+    value: str,
+    path: str,
+    role: str,
+    trust: Trust,
+    index: int | None,
+    declared: str | None = None,
 ) -> None:
-    """A field that holds base64 or a data: URL (file data, audio, image sources)."""
+    """A field that holds base64 or a data: URL (file data, audio, image sources).
+
+    ``declared`` is the media type, format or file name the payload gives for it.
+    """
     if value.startswith("data:"):
         add_text(out, value, path, role, trust, index)
-    else:
-        add_text(out, base64_text(value, value), path, role, trust, index)
+    elif value:
+        _add_pieces(out, blobs.base64_texts(value, declared), path, role, trust, index)
+
+
+def _add_pieces(
+    out: list[Segment],
+    pieces: list[str],
+    path: str,
+    role: str,
+    trust: Trust,
+    index: int | None,
+) -> None:
+    for n, piece in enumerate(pieces):
+        if piece:
+            _append(out, piece, path if n == 0 else f"{path}(decoded#{n})", role, trust, index)
+
+
+# Sibling keys that declare what a base64 payload is.
+_DECLARING_KEYS = ("media_type", "mime_type", "mimeType", "format", "filename", "file_name")
+
+
+def declared_type(obj: Mapping[str, object]) -> str | None:
+    for key in _DECLARING_KEYS:
+        value = obj.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def is_plain_key(key: str) -> bool:
@@ -536,7 +505,7 @@ def walk_spec(
                 key_trust = UNTRUSTED if key in untrusted else trust
                 child = member_path(key, position, prefix, role, key_trust, index, out)
                 if key in spec.base64:
-                    add_base64(out, value, child, role, key_trust, index)
+                    add_base64(out, value, child, role, key_trust, index, declared_type(obj))
                 else:
                     add_text(out, value, child, role, key_trust, index)
                 continue
