@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import aiohttp
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from gateway.config.loader import LoadedConfig
 from gateway.guard.findings import Fingerprinter
 from gateway.guard.pipeline import Guard
 from gateway.observe.audit import AuditLog, fingerprint_key
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
+from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.reverse import ReverseProxy
 
 CONFIG = web.AppKey("config", LoadedConfig)
@@ -55,8 +56,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[GUARD].bind(session)
     app[AUDIT] = audit
     app[SESSION] = session
-    proxy = ReverseProxy(config, app[GUARD], audit, session, app[METRICS])
-    app[PROXY] = proxy
+    app[LEDGER] = Ledger(audit, app[METRICS], frozenset(config.gateway.upstreams))
+    app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS])
     try:
         yield
     finally:
@@ -109,8 +110,18 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
     return await request.app[PROXY].handle(request)
 
 
+async def _expect(request: web.Request) -> None:
+    """`Expect: 100-continue` as aiohttp answers it; any other expectation is
+    ignored (the header is not forwarded) where aiohttp would echo it in a 417."""
+    if request.version == HttpVersion11 and request.headers["Expect"].lower() == "100-continue":
+        await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        request.writer.output_size = 0
+
+
 def make_app(config: LoadedConfig) -> web.Application:
-    app = web.Application(client_max_size=config.gateway.limits.max_body_bytes)
+    app = web.Application(
+        client_max_size=config.gateway.limits.max_body_bytes, middlewares=MIDDLEWARES
+    )
     app[CONFIG] = config
     app[GUARD] = build_guard(config)
     app[METRICS] = Metrics()
@@ -119,5 +130,5 @@ def make_app(config: LoadedConfig) -> web.Application:
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
-    app.router.add_route("*", "/{tail:.*}", _proxy)
+    app.router.add_route("*", "/{tail:.*}", _proxy, name="proxy", expect_handler=_expect)
     return app

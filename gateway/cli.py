@@ -47,11 +47,10 @@ _GC_YOUNG_THRESHOLD = 10_000
 
 async def _serve(config: LoadedConfig, host: str, port: int) -> None:
     from gateway.app import make_app
+    from gateway.proxy.server import GatewayRunner
 
     app = make_app(config)
-    # Request bodies stay exactly as sent: the gateway decodes them itself, with
-    # its own limits, and forwards the original bytes.
-    runner = web.AppRunner(app, handler_cancellation=True, access_log=None, auto_decompress=False)
+    runner = GatewayRunner(app)
     await runner.setup()
     site = web.TCPSite(runner, host, port, backlog=2048, reuse_address=True)
     await site.start()

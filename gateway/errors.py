@@ -6,8 +6,10 @@
     │   ├── BadRequest       400: invalid JSON, UTF-8, shape, nesting
     │   ├── Unauthorized     401: no team matches and none is default
     │   ├── NotFound         404: unknown upstream prefix
+    │   ├── RequestTimeout   408: the client stopped sending its body
     │   ├── TooLarge         413: body over limits.max_body_bytes
     │   └── UnsupportedMedia 415: a body the gateway cannot inspect
+    ├── Refused              a deny or review decision; 403 with the decision's category
     ├── UpstreamError        the upstream failed; maps to 502 / 504
     └── GuardFailure         the guard itself failed; always a deny, category guard_failure
 
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from gateway.config.loader import ConfigIssue
+    from gateway.guard.decision import Decision
 
 
 class ReefgateError(Exception):
@@ -60,6 +63,11 @@ class NotFound(RequestError):
     code = "unknown_upstream"
 
 
+class RequestTimeout(RequestError):
+    status = 408
+    code = "request_timeout"
+
+
 class TooLarge(RequestError):
     status = 413
     code = "request_too_large"
@@ -68,6 +76,14 @@ class TooLarge(RequestError):
 class UnsupportedMedia(RequestError):
     status = 415
     code = "unsupported_media_type"
+
+
+class Refused(ReefgateError):
+    """The request is not forwarded: the guard's deny or review, or the gateway's own refusal."""
+
+    def __init__(self, decision: Decision) -> None:
+        super().__init__(decision.category)
+        self.decision = decision
 
 
 class UpstreamError(ReefgateError):

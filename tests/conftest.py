@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -8,10 +8,12 @@ from typing import Any
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from aiohttp.web_runner import BaseRunner
 
 from gateway.app import make_app
 from gateway.config.loader import LoadedConfig
 from gateway.config.models import Audit, GatewayConfig, Team, Upstream
+from gateway.proxy.server import GatewayRunner
 from tests.fakes import FakeUpstream
 
 AiohttpServer = Callable[..., Any]
@@ -56,19 +58,31 @@ def build_config(
 StackFactory = Callable[..., Any]
 
 
+class GatewayTestServer(TestServer):
+    """The gateway app behind the runner `reefgate serve` uses."""
+
+    async def _make_runner(self, **kwargs: Any) -> BaseRunner:
+        return GatewayRunner(self.app, **kwargs)
+
+
 @pytest.fixture
-async def make_stack(aiohttp_server: AiohttpServer, tmp_path: Path) -> StackFactory:
+async def make_stack(aiohttp_server: AiohttpServer, tmp_path: Path) -> AsyncIterator[StackFactory]:
+    servers: list[TestServer] = []
+
     async def factory(fake: FakeUpstream | None = None, **kwargs: Any) -> Stack:
         fake = fake or FakeUpstream()
         upstream_server = await aiohttp_server(fake.app())
         audit_path = tmp_path / "audit.jsonl"
         config = build_config(str(upstream_server.make_url("")).rstrip("/"), audit_path, **kwargs)
         app: web.Application = make_app(config)
-        # TestServer already cancels handlers on disconnect; bodies stay as sent.
-        server = await aiohttp_server(app, auto_decompress=False)
+        server = GatewayTestServer(app)
+        await server.start_server()
+        servers.append(server)
         return Stack(server, fake, audit_path)
 
-    return factory
+    yield factory
+    for server in servers:
+        await server.close()
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.guard.detectors.secrets import KINDS
 from gateway.guard.verdict import check_rules, is_pinned_model
 
 Flavor = Literal["openai", "anthropic"]
@@ -48,6 +49,18 @@ class Upstream(Strict):
     # Time allowed between bytes from the upstream: reasoning models can think
     # for minutes before the first token.
     read_timeout_s: float = Field(default=600.0, gt=0, le=3600)
+    # Secret kinds the agent's own credential header may carry to this upstream
+    # (its provider's key format); default by flavor. Any other secret in it,
+    # such as another provider's key, is denied like a secret anywhere else.
+    key_kinds: list[str] | None = None
+
+    @field_validator("key_kinds")
+    @classmethod
+    def _known_kinds(cls, value: list[str] | None) -> list[str] | None:
+        for kind in value or ():
+            if kind not in KINDS:
+                raise ValueError(f"unknown secret kind {kind!r}")
+        return value
 
     @field_validator("base_url")
     @classmethod
@@ -61,11 +74,33 @@ class Upstream(Strict):
             return self.flavor
         return "anthropic" if "anthropic" in name or "anthropic" in self.base_url else "openai"
 
+    def resolved_key_kinds(self, name: str) -> frozenset[str]:
+        if self.key_kinds is not None:
+            return frozenset(self.key_kinds)
+        flavor = self.resolved_flavor(name)
+        return frozenset({"anthropic_api_key" if flavor == "anthropic" else "openai_api_key"})
+
 
 class Limits(Strict):
     max_body_bytes: int = Field(default=32 * 1024 * 1024, ge=1024, le=1024 * 1024 * 1024)
     # Open connections to all upstreams together; streamed answers hold one each.
     upstream_connections: int = Field(default=4096, ge=1, le=1_000_000)
+    # Time a request's inspection may take (parsing, detectors, classifier);
+    # past it the request is denied as guard_failure, never forwarded.
+    inspect_timeout_ms: int = Field(default=15_000, ge=100, le=600_000)
+    # Time allowed between bytes of a request body; past it the client gets 408.
+    body_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+
+
+class ScanHeaders(Strict):
+    """Request headers are scanned like the body; these are left alone (names, any case)."""
+
+    skip: list[str] = Field(default_factory=list)
+
+    @field_validator("skip")
+    @classmethod
+    def _lower(cls, value: list[str]) -> list[str]:
+        return [name.strip().lower() for name in value]
 
 
 class Audit(Strict):
@@ -145,6 +180,7 @@ class GatewayConfig(Strict):
         }
     )
     limits: Limits = Limits()
+    scan_headers: ScanHeaders = ScanHeaders()
     audit: Audit = Audit()
     guard: Guard = Guard()
 

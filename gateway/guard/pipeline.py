@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from json.encoder import encode_basestring as _encode_str
 
@@ -54,6 +54,13 @@ from gateway.wire.base import Segment, Trust
 # fixed cost per call, and tool names and short replies recur on every turn.
 # Texts up to this long are their own cache key; longer ones are keyed by digest.
 _KEY_BY_VALUE_CHARS = 256
+
+# Texts longer than this are inspected in overlapping windows, and the event
+# loop gets a turn after every _YIELD_CHARS inspected. The overlap is longer
+# than any secret or phrase the detectors look for, private keys included.
+_WINDOW = 256 * 1024
+_OVERLAP = 32 * 1024
+_YIELD_CHARS = 64 * 1024
 
 # The identity of the embedded injection detector in cache keys and verdicts.
 HEURISTIC_MODEL = "reefgate-heuristics-1"
@@ -201,37 +208,38 @@ class Guard:
 
     # -- the floor --
 
-    def _inspect(self, texts: Iterable[str], now: float) -> list[_Seen]:
-        """What the deterministic detectors found in each text, computed once per text.
+    async def _inspect(self, texts: Sequence[str], now: float, pace: _Pace) -> list[_Seen]:
+        """What the floor found in each text, computed once per text.
 
-        Both detectors are pure functions of the text, so their results are
-        keyed by the text alone (its digest when long). `bytes_scanned`
-        counts each distinct text once, when it is first inspected. One loop
-        for a request's texts: a call per segment is most of a hit's cost.
+        The floor is a pure function of the text, so its results are keyed by
+        the text alone (its digest when long). `bytes_scanned` counts each
+        distinct text once, when it is first inspected. One loop for a
+        request's texts: a call per segment is most of a hit's cost.
         """
         cache = self._texts
         out: list[_Seen] = []
         scanned = 0
-        if cache is None:
-            for text in texts:
-                scanned += len(text)
-                out.append(self._floor(text))
-            self.bytes_scanned += scanned
-            return out
-        get, put, sha256 = cache.get, cache.put, hashlib.sha256
         for text in texts:
-            # Short texts key themselves: a str hash and compare cost less than
-            # encoding and hashing, and they bound what an entry holds.
-            key: str | bytes = (
-                text
-                if len(text) <= _KEY_BY_VALUE_CHARS
-                else sha256(text.encode("utf-8", "surrogatepass")).digest()
-            )
-            seen = get(key, now)
+            key: str | bytes = ""
+            seen = None
+            if cache is not None:
+                # Short texts key themselves: a str hash and compare cost less
+                # than encoding and hashing, and they bound what an entry holds.
+                key = (
+                    text
+                    if len(text) <= _KEY_BY_VALUE_CHARS
+                    else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+                )
+                seen = cache.get(key, now)
             if seen is None:
                 scanned += len(text)
-                seen = self._floor(text)
-                put(key, seen, now)
+                if len(text) <= _WINDOW:
+                    seen = self._floor(text)
+                    await pace.spent(len(text))
+                else:
+                    seen = await self._floor_windows(text, pace)
+                if cache is not None:
+                    cache.put(key, seen, now)
             out.append(seen)
         self.bytes_scanned += scanned
         return out
@@ -239,6 +247,32 @@ class Guard:
     def _floor(self, text: str) -> _Seen:
         fp = self.fingerprint
         return _Seen(tuple((kind, fp(value)) for kind, value in floor.find(text)))
+
+    async def _floor_windows(self, text: str, pace: _Pace) -> _Seen:
+        """A large text, window by window, letting other requests run in between."""
+        fp = self.fingerprint
+        found: dict[tuple[str, str], None] = {}
+        for window in _windows(text):
+            found.update(dict.fromkeys((kind, fp(value)) for kind, value in floor.find(window)))
+            await pace.spent(len(window))
+        return _Seen(tuple(found))
+
+    async def _assess(self, seen: _Seen, text: str, pace: _Pace) -> injection.InjectionAssessment:
+        """The embedded injection detector, once per text, a large text window by window."""
+        found = seen.injection
+        if found is not None:
+            return found
+        if len(text) <= _WINDOW:
+            found = injection.assess(text)
+            await pace.spent(len(text))
+        else:
+            parts = []
+            for window in _windows(text):
+                parts.append(injection.assess(window))
+                await pace.spent(len(window))
+            found = _most_severe(parts)
+        seen.injection = found
+        return found
 
     # -- verdicts, cached and shared in flight --
 
@@ -268,22 +302,6 @@ class Guard:
             cache[key] = verdict
         return verdict
 
-    @staticmethod
-    def _assessed(seen: _Seen, text: str) -> injection.InjectionAssessment:
-        """The embedded injection detector, once per text; synchronous, so no
-        in-flight sharing is needed."""
-        found = seen.injection
-        if found is None:
-            found = seen.injection = injection.assess(text)
-        return found
-
-    @classmethod
-    def _heuristic(
-        cls, seen: _Seen, text: str, policy_version: str
-    ) -> tuple[Verdict, tuple[str, ...]]:
-        found = cls._assessed(seen, text)
-        return _heuristic_verdict(found, policy_version), found.signals
-
     async def _classify(
         self, policy: TeamPolicy, direction: Direction, text: str, source: str, destination: str
     ) -> Verdict:
@@ -309,31 +327,50 @@ class Guard:
         return inbound.model_output and segment.role == "assistant"
 
     async def check_text(
-        self, text: str, direction: Direction, policy: TeamPolicy, source: str, destination: str
+        self,
+        text: str,
+        direction: Direction,
+        policy: TeamPolicy,
+        source: str,
+        destination: str,
+        deadline: float | None = None,
     ) -> Decision:
         """One text in one direction, as `reefgate check` and the peer path use it."""
+        pace = _Pace(deadline)
         segment = Segment(
             "text", "peer", text, Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
         )
-        (seen,) = self._inspect([text], monotonic())
+        (seen,) = await self._inspect([text], monotonic(), pace)
         floor_decision = _floor_decision([(segment, seen)])
         if floor_decision.action == "deny":
             return floor_decision
-        jobs: list[Awaitable[tuple[Verdict, tuple[str, ...]]]] = []
+        results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = []
         if direction == "inbound":
-            jobs.append(_ready(self._heuristic(seen, text, policy.policy_version)))
+            found = await self._assess(seen, text, pace)
+            verdict = _heuristic_verdict(found, policy.policy_version)
+            results.append((segment, direction, verdict, found.signals))
         if policy.classifier is not None:
-            jobs.append(_no_signals(self._classify(policy, direction, text, source, destination)))
-        results = await asyncio.gather(*jobs)
-        return _combine(
-            [(segment, direction, verdict, signals) for verdict, signals in results],
-            self.fingerprint,
-        )
+            verdict = await self._classify(policy, direction, text, source, destination)
+            results.append((segment, direction, verdict, ()))
+        pace.check()
+        return _combine(results, self.fingerprint)
 
     async def check(
-        self, segments: Sequence[Segment], policy: TeamPolicy, source: str, destination: str
+        self,
+        segments: Sequence[Segment],
+        policy: TeamPolicy,
+        source: str,
+        destination: str,
+        deadline: float | None = None,
     ) -> Decision:
-        seen = self._inspect([segment.text for segment in segments], monotonic())
+        """The decision for one request's segments.
+
+        With a ``deadline`` (``time.monotonic()`` seconds), inspection that runs
+        past it raises TimeoutError; large inputs are inspected in steps that
+        let other requests run in between.
+        """
+        pace = _Pace(deadline)
+        seen = await self._inspect([segment.text for segment in segments], monotonic(), pace)
         floor_decision = _floor_decision(zip(segments, seen, strict=True))
         if floor_decision.action == "deny":
             return floor_decision
@@ -352,7 +389,7 @@ class Guard:
             if not segment.text or segment.trust is Trust.OPAQUE:
                 continue
             if self._is_untrusted(segment, inbound):
-                found = self._assessed(info, segment.text)
+                found = await self._assess(info, segment.text, pace)
                 if found.decision != "allow":
                     verdict = _heuristic_verdict(found, policy.policy_version)
                     results.append((segment, "inbound", verdict, found.signals))
@@ -378,7 +415,48 @@ class Guard:
                 (segment, direction, verdict, ())
                 for (segment, direction, _), verdict in zip(jobs, verdicts, strict=True)
             )
+        pace.check()
         return _combine(results, self.fingerprint)
+
+
+class _Pace:
+    """How long inspection may hold the event loop at once, and take in all.
+
+    Detectors are synchronous: a request with megabytes of new text would
+    otherwise keep every other request, /healthz included, waiting. After each
+    `_YIELD_CHARS` inspected the loop gets a turn, and the deadline is checked.
+    """
+
+    __slots__ = ("_deadline", "_since")
+
+    def __init__(self, deadline: float | None) -> None:
+        self._deadline = deadline
+        self._since = 0
+
+    async def spent(self, chars: int) -> None:
+        self._since += chars
+        if self._since >= _YIELD_CHARS:
+            self._since = 0
+            self.check()
+            await asyncio.sleep(0)
+
+    def check(self) -> None:
+        if self._deadline is not None and monotonic() > self._deadline:
+            raise TimeoutError("inspection ran past its deadline")
+
+
+def _windows(text: str) -> Iterator[str]:
+    """Overlapping windows of a large text; a secret or phrase shorter than the
+    overlap lies whole in at least one."""
+    step = _WINDOW - _OVERLAP
+    for start in range(0, max(len(text) - _OVERLAP, 1), step):
+        yield text[start : start + _WINDOW]
+
+
+def _most_severe(parts: Sequence[injection.InjectionAssessment]) -> injection.InjectionAssessment:
+    worst = max(parts, key=lambda a: severity(a.decision))
+    signals = tuple(dict.fromkeys(sig for a in parts for sig in a.signals))
+    return injection.InjectionAssessment(worst.decision, worst.category, worst.reason, signals)
 
 
 def _heuristic_verdict(found: injection.InjectionAssessment, policy_version: str) -> Verdict:
@@ -389,8 +467,10 @@ def _floor_decision(seen: Iterable[tuple[Segment, _Seen]]) -> Decision:
     evidence: list[Evidence] = []
     for segment, info in seen:
         if info.findings:
-            where = _safe_where(segment)
-            evidence.extend(Evidence(kind, fp, where) for kind, fp in info.findings)
+            found = [(k, fp) for k, fp in info.findings if k not in segment.expected]
+            if found:
+                where = _safe_where(segment)
+                evidence.extend(Evidence(kind, fp, where) for kind, fp in found)
     if not evidence:
         return ALLOW
     kinds = sorted({e.kind for e in evidence})
@@ -398,14 +478,6 @@ def _floor_decision(seen: Iterable[tuple[Segment, _Seen]]) -> Decision:
     if len(evidence) > 1:
         reason += f" and {len(evidence) - 1} more place(s)"
     return Decision("deny", "secret", reason, tuple(evidence))
-
-
-async def _ready(result: tuple[Verdict, tuple[str, ...]]) -> tuple[Verdict, tuple[str, ...]]:
-    return result
-
-
-async def _no_signals(pending: Awaitable[Verdict]) -> tuple[Verdict, tuple[str, ...]]:
-    return await pending, ()
 
 
 def _combine(

@@ -1,60 +1,57 @@
 """The reverse proxy: `/<upstream>/<rest>` -> `upstreams.<upstream>.base_url + /<rest>`.
 
 Order is the security property: the whole body is read, parsed and judged
-before a single byte goes upstream. Responses are relayed as they arrive.
+before a single byte goes upstream. A request takes four steps on its
+:class:`Exchange` (resolve, read, inspect, forward); request ids, the audit
+entry and error answers are the middlewares' (gateway.proxy.middleware).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
-import traceback
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import unquote
 
 import aiohttp
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 from multidict import CIMultiDict
 from yarl import URL
 
 from gateway.config.loader import LoadedConfig
-from gateway.config.models import Flavor
 from gateway.config.teams import TeamMatch, TeamResolver
 from gateway.errors import (
     BadRequest,
     NotFound,
+    Refused,
     RequestError,
+    RequestTimeout,
     TooLarge,
     Unauthorized,
     UpstreamError,
 )
 from gateway.guard.decision import Decision
-from gateway.guard.detectors import secrets
 from gateway.guard.pipeline import Guard
 from gateway.guard.verdict import GUARD_FAILURE
-from gateway.observe.audit import AuditLog
+from gateway.observe.logs import log_failure
 from gateway.observe.metrics import Metrics
-from gateway.proxy.upstream import request_headers, response_headers
+from gateway.proxy.exchange import METHODS, Exchange, Phase, Route, shown
+from gateway.proxy.middleware import EXCHANGE
+from gateway.proxy.upstream import (
+    add_custody,
+    header_segments,
+    request_headers,
+    response_headers,
+)
 from gateway.wire.base import Segment, Trust
 from gateway.wire.body import decode_content, request_segments, require_json
-from gateway.wire.errors import error_body, stream_error_event
+from gateway.wire.errors import stream_error_event
+from gateway.wire.sse import SSEDecoder
 
 log = logging.getLogger("reefgate.access")
 guard_log = logging.getLogger("reefgate.guard")
-
-_JSON = "application/json"
-
-
-@dataclass(frozen=True, slots=True)
-class Route:
-    name: str
-    base_url: str
-    flavor: Flavor
-    custody_key: str | None
-    timeout: aiohttp.ClientTimeout
 
 
 def _routes(config: LoadedConfig) -> dict[str, Route]:
@@ -71,15 +68,9 @@ def _routes(config: LoadedConfig) -> dict[str, Route]:
                 sock_connect=up.connect_timeout_s,
                 sock_read=up.read_timeout_s,
             ),
+            key_kinds=up.resolved_key_kinds(name),
         )
     return out
-
-
-def _split(raw_path: str) -> tuple[str, str, str]:
-    """(upstream name, rest of the path as sent, query) from the raw request target."""
-    path, _, query = raw_path.partition("?")
-    name, slash, rest = path[1:].partition("/")
-    return name, slash + rest, query
 
 
 def _check_path(rest: str) -> str:
@@ -97,262 +88,228 @@ def _check_path(rest: str) -> str:
     return decoded
 
 
-def _log_failure(logger: logging.Logger, what: str, exc: BaseException, request_id: str) -> None:
-    # The message of an exception raised while handling a payload may quote
-    # it, so only the type and the code locations are logged.
-    where = "".join(traceback.format_tb(exc.__traceback__))
-    logger.error("%s failed on %s: %s\n%s", what, request_id, type(exc).__name__, where)
+def _upstream_url(base_url: str, path: str, query: str) -> URL:
+    # The path and query go on exactly as sent, percent-encoding included.
+    return URL(base_url + path + ("?" + query if query else ""), encoded=True)
 
 
-def _guard_failed(exc: Exception, request_id: str) -> Decision:
-    _log_failure(guard_log, "guard path", exc, request_id)
-    return Decision("deny", GUARD_FAILURE, "the guard could not check this request")
+def _is_upgrade(request: web.Request) -> bool:
+    """A protocol switch (WebSocket for the Realtime API, h2c): its frames would go unread."""
+    if "Upgrade" in request.headers:
+        return True
+    connection = request.headers.get("Connection", "")
+    return any(t.strip().lower() == "upgrade" for t in connection.split(","))
 
 
-class _RequestIds:
-    """Unique ids: a random per-process prefix and a counter, cheaper than uuid4 per request."""
+_UPGRADE_REFUSED = Decision(
+    "deny",
+    "upgrade_refused",
+    "reefgate does not inspect WebSocket or other upgraded connections (such as the "
+    "Realtime API) yet; use the HTTP API",
+)
 
-    __slots__ = ("_n", "_prefix")
 
-    def __init__(self) -> None:
-        self._prefix = os.urandom(8).hex()
-        self._n = 0
+@dataclass(frozen=True, slots=True)
+class _Target:
+    """Where a request goes and for whom: what resolving it found."""
 
-    def next(self) -> str:
-        self._n += 1
-        return f"{self._prefix}{self._n:016x}"
+    route: Route
+    team: TeamMatch
+    api_path: str  # the upstream-relative path, decoded, as adapters are chosen by
+
+
+@dataclass(slots=True)
+class _Outgoing:
+    """The request as it will go upstream once the verdict allows it."""
+
+    route: Route
+    team: TeamMatch
+    headers: CIMultiDict[str]
+    body: bytes
 
 
 class ReverseProxy:
-    # How often a failed audit log is reopened while requests are refused.
-    audit_retry_s = 1.0
-
     def __init__(
         self,
         config: LoadedConfig,
         guard: Guard,
-        audit: AuditLog,
         session: aiohttp.ClientSession,
         metrics: Metrics,
     ) -> None:
         self._config = config
         self._guard = guard
-        self._audit = audit
         self._session = session
         self._metrics = metrics
         self._routes = _routes(config)
         self._teams = TeamResolver(config)
-        self._limit = config.gateway.limits.max_body_bytes
-        self._ids = _RequestIds()
-        self._audit_retry_at = 0.0
+        limits = config.gateway.limits
+        self._limit = limits.max_body_bytes
+        self._body_timeout = limits.body_read_timeout_s
+        self._inspect_timeout = limits.inspect_timeout_ms / 1000
+        self._skip_headers = frozenset(config.gateway.scan_headers.skip)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        started = time.perf_counter()
-        request_id = self._ids.next()
-        name, rest, query = _split(request.raw_path)
-        if self._audit.failed is not None and not self._audit_recovered():
-            # Fail closed: what cannot be audited is not forwarded.
-            route = self._routes.get(name)
-            log.error("refused %s: the audit log cannot be written", request_id)
-            return self._error(
-                route.flavor if route is not None else "openai",
-                503,
-                "reefgate cannot write its audit log; requests are refused until it can",
-                "audit_unavailable",
-                request_id,
-            )
-        record: dict[str, Any] = {
-            "request_id": request_id,
-            "method": request.method,
-            "upstream": name,
-            "path": rest,
-            "team": None,
-            "decision": "allow",
-            "category": "none",
-        }
-        flavor: Flavor = "openai"
-        path_checked = allowed = False
-        try:
-            route = self._routes.get(name)
-            if route is None:
-                raise NotFound(
-                    f"no upstream named {secrets.unless_secret(name)!r}; "
-                    f"configured: {', '.join(self._routes)}"
-                )
-            flavor = route.flavor
-            match = self._teams.resolve(request.headers, request.remote)
-            if match is None:
-                raise Unauthorized("no team matches this request and no default team is configured")
-            record["team"] = match.name
-            if match.team.upstreams is not None and route.name not in match.team.upstreams:
-                return self._refuse(
-                    record,
-                    flavor,
-                    request_id,
-                    Decision(
-                        "deny",
-                        "upstream_not_allowed",
-                        f"team {match.name} may not use {route.name}",
-                    ),
-                )
-            api_path = _check_path(rest)
-            body = await self._read_body(request)
-            content_type = request.headers.get("Content-Type")
-            if body:
-                require_json(api_path, content_type)
-            policy = self._guard.policy(match.name)
-            record["policy_version"] = policy.policy_version
-            try:
-                # Repeated headers are one list to the upstream (RFC 9110, 5.3),
-                # so they are read as one here: "identity" then "gzip" is refused.
-                encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
-                decoded = decode_content(body, encoding, self._limit)
-                segments, payload = request_segments(api_path, query, content_type, decoded)
-                segments.insert(0, Segment("path", "path", api_path, Trust.OPAQUE))
-                model = payload.get("model") if isinstance(payload, dict) else None
-                destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
-                decision = await self._guard.check(
-                    segments, policy, f"team:{match.name}", destination
-                )
-                path_checked = True
-            except RequestError:
-                raise
-            except Exception as exc:
-                # A bug or an exhausted resource in parsing or a detector: the
-                # request is denied like any other guard failure, and visibly so.
-                decision = _guard_failed(exc, request_id)
-            self._metrics.latency.observe(time.perf_counter() - started)
-            if decision.action != "allow":
-                if any(e.where.startswith("path") for e in decision.evidence):
-                    record["path"] = secrets.REDACTED
-                return self._refuse(record, flavor, request_id, decision)
-            allowed = True
-            return await self._forward(request, route, match, rest, query, body, record, request_id)
-        except RequestError as exc:
-            record["decision"] = "error"
-            record["category"] = exc.code
-            record["status"] = exc.status
-            return self._error(flavor, exc.status, exc.message, exc.code, request_id)
-        except UpstreamError as exc:
-            record["status"] = exc.status
-            record["outcome"] = exc.code
-            return self._error(flavor, exc.status, exc.message, exc.code, request_id)
-        except asyncio.CancelledError:
-            record["outcome"] = "client_closed"
-            raise
-        except Exception as exc:
-            # A bug outside the guard path: nothing unchecked has gone upstream,
-            # the audit entry must not read as a plain success, and the client
-            # gets an error it can parse.
-            record["status"] = 500
-            record["outcome"] = "internal_error"
-            if not allowed:
-                record["decision"] = "error"
-                record["category"] = "internal_error"
-            if record.get("stream"):
-                raise  # headers are sent; aiohttp can only cut the connection
-            _log_failure(log, "request handling", exc, request_id)
-            return self._error(
-                flavor, 500, "reefgate failed to handle this request", "internal_error", request_id
-            )
-        finally:
-            record["latency_ms"] = round((time.perf_counter() - started) * 1000, 3)
-            if not path_checked:
-                # Refused before the outbound check read the path: it may hold
-                # a secret, which must not reach the audit file.
-                record["path"] = secrets.unless_secret(record["path"])
-                record["upstream"] = secrets.unless_secret(name)
-            self._write_audit(record)
+        exchange = request[EXCHANGE]
+        target = self._resolve(exchange, request)
+        body = await self._read(request)
+        outgoing = await self._inspect(exchange, request, target, body)
+        return await self._forward(exchange, request, outgoing)
 
-    async def _read_body(self, request: web.Request) -> bytes:
+    # -- resolve: upstream, team, path --
+
+    def _resolve(self, exchange: Exchange, request: web.Request) -> _Target:
+        route = self._routes.get(exchange.upstream)
+        if route is None:
+            raise NotFound(
+                f"no upstream named {shown(exchange.upstream)!r}; "
+                f"configured: {', '.join(self._routes)}"
+            )
+        exchange.route = route
+        exchange.flavor = route.flavor
+        match = self._teams.resolve(request.headers, request.remote)
+        if match is None:
+            raise Unauthorized("no team matches this request and no default team is configured")
+        exchange.team = match
+        if match.team.upstreams is not None and route.name not in match.team.upstreams:
+            raise Refused(
+                Decision(
+                    "deny", "upstream_not_allowed", f"team {match.name} may not use {route.name}"
+                )
+            )
+        if _is_upgrade(request):
+            raise Refused(_UPGRADE_REFUSED)
+        target = _Target(route, match, _check_path(exchange.path))
+        exchange.advance(Phase.ROUTED)
+        return target
+
+    # -- read: the whole body, bounded in size and in time --
+
+    async def _read(self, request: web.Request) -> bytes:
         if not request.body_exists:
             return b""
         declared = request.content_length
         if declared is not None and declared > self._limit:
             raise TooLarge(f"request body of {declared} bytes exceeds the limit of {self._limit}")
+        loop = asyncio.get_running_loop()
+        chunks: list[bytes] = []
+        size = 0
         try:
-            return await request.read()
-        except web.HTTPRequestEntityTooLarge as exc:
-            raise TooLarge(f"request body exceeds the limit of {self._limit} bytes") from exc
+            # The deadline moves with every chunk: a slow upload is fine, a
+            # client that stops sending is not.
+            async with asyncio.timeout(self._body_timeout) as deadline:
+                while chunk := await request.content.readany():
+                    size += len(chunk)
+                    if size > self._limit:
+                        raise TooLarge(f"request body exceeds the limit of {self._limit} bytes")
+                    chunks.append(chunk)
+                    deadline.reschedule(loop.time() + self._body_timeout)
+        except TimeoutError as exc:
+            raise RequestTimeout(
+                f"no request body bytes for {self._body_timeout:g} s; the body is incomplete"
+            ) from exc
+        except HttpProcessingError as exc:
+            # A malformed chunked encoding or a body shorter than its Content-Length.
+            raise BadRequest(
+                f"request body could not be read ({type(exc).__name__})", code="invalid_body"
+            ) from exc
+        return b"".join(chunks)
 
-    def _refuse(
-        self, record: dict[str, Any], flavor: Flavor, request_id: str, decision: Decision
-    ) -> web.Response:
-        record["decision"] = decision.action
-        record["category"] = decision.category
-        record["status"] = 403
-        record["findings"] = [
-            {"kind": e.kind, "fingerprint": e.fingerprint, "where": e.where}
-            for e in decision.evidence
-        ]
-        if decision.action == "review":
-            message = f"reefgate is holding this request for review: {decision.reason}"
-        else:
-            message = f"reefgate blocked this request ({decision.category}): {decision.reason}"
-        resp = self._error(flavor, 403, message, decision.category, request_id)
-        resp.headers["x-reefgate-decision"] = decision.action
-        resp.headers["x-reefgate-category"] = decision.category
-        return resp
+    # -- inspect: every text of the request, to a final verdict --
 
-    @staticmethod
-    def _error(
-        flavor: Flavor, status: int, message: str, code: str, request_id: str
-    ) -> web.Response:
-        return web.Response(
-            status=status,
-            body=error_body(flavor, status, message, code),
-            content_type=_JSON,
-            headers={"x-reefgate-request-id": request_id},
+    async def _inspect(
+        self, exchange: Exchange, request: web.Request, target: _Target, body: bytes
+    ) -> _Outgoing:
+        route, team, api_path = target.route, target.team, target.api_path
+        started = time.perf_counter()
+        content_type = request.headers.get("Content-Type")
+        if body:
+            require_json(api_path, content_type)
+        policy = self._guard.policy(team.name)
+        exchange.policy_version = policy.policy_version
+        custody = self._custody(route, team)
+        headers = request_headers(
+            request.headers, strip_credentials=custody is not None or team.by_key
         )
+        deadline = time.monotonic() + self._inspect_timeout
+        try:
+            async with asyncio.timeout_at(
+                asyncio.get_running_loop().time() + self._inspect_timeout
+            ):
+                # Repeated headers are one list to the upstream (RFC 9110, 5.3),
+                # so they are read as one here: "identity" then "gzip" is refused.
+                encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
+                decoded = decode_content(body, encoding, self._limit)
+                segments, payload = request_segments(
+                    api_path, exchange.query, content_type, decoded
+                )
+                segments.insert(0, Segment("path", "path", api_path, Trust.OPAQUE))
+                if request.method not in METHODS:
+                    # Any token is a method to some parsers, and it goes upstream.
+                    segments.append(Segment("method", "path", request.method, Trust.OPAQUE))
+                segments.extend(
+                    header_segments(headers, skip=self._skip_headers, key_kinds=route.key_kinds)
+                )
+                model = payload.get("model") if isinstance(payload, dict) else None
+                destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
+                verdict = await self._guard.check(
+                    segments, policy, f"team:{team.name}", destination, deadline
+                )
+            exchange.advance(Phase.CHECKED)
+        except RequestError:
+            raise
+        except TimeoutError:
+            guard_log.error("inspection of %s exceeded its time limit", exchange.request_id)
+            verdict = Decision(
+                "deny", GUARD_FAILURE, "the guard could not finish checking this request in time"
+            )
+        except Exception as exc:
+            # A bug or an exhausted resource in parsing or a detector: the
+            # request is denied like any other guard failure, and visibly so.
+            log_failure(guard_log, "guard path", exc, exchange.request_id)
+            verdict = Decision("deny", GUARD_FAILURE, "the guard could not check this request")
+        self._metrics.latency.observe(time.perf_counter() - started)
+        exchange.verdict = verdict
+        if verdict.action != "allow":
+            raise Refused(verdict)
+        if custody is not None:
+            add_custody(headers, flavor=route.flavor, custody_key=custody)
+        return _Outgoing(route, team, headers, body)
+
+    def _custody(self, route: Route, team: TeamMatch) -> str | None:
+        team_cred = team.team.credentials.get(route.name)
+        if team_cred is not None:
+            return self._config.env.get(team_cred.api_key_env)
+        return route.custody_key
+
+    # -- forward: to the upstream, and the answer back --
 
     async def _forward(
-        self,
-        request: web.Request,
-        route: Route,
-        match: TeamMatch,
-        rest: str,
-        query: str,
-        body: bytes,
-        record: dict[str, Any],
-        request_id: str,
+        self, exchange: Exchange, request: web.Request, outgoing: _Outgoing
     ) -> web.StreamResponse:
-        custody = route.custody_key
-        team_cred = match.team.credentials.get(route.name)
-        if team_cred is not None:
-            custody = self._config.env.get(team_cred.api_key_env)
-        headers = request_headers(
-            request.headers,
-            flavor=route.flavor,
-            custody_key=custody,
-            strip_credentials=match.by_key,
-        )
-        target = route.base_url + rest + ("?" + query if query else "")
+        route = outgoing.route
+        target = _upstream_url(route.base_url, exchange.path, exchange.query)
         upstream_started = time.perf_counter()
+        exchange.advance(Phase.FORWARDED)
         try:
             async with self._session.request(
                 request.method,
-                URL(target, encoded=True),
-                headers=headers,
-                data=body if body else None,
+                target,
+                headers=outgoing.headers,
+                data=outgoing.body or None,
                 allow_redirects=False,
                 timeout=route.timeout,
             ) as upstream:
-                record["upstream_status"] = upstream.status
-                record["status"] = upstream.status
+                exchange.upstream_status = exchange.status = upstream.status
                 out_headers = response_headers(upstream.headers)
-                out_headers["x-reefgate-request-id"] = request_id
+                out_headers["x-reefgate-request-id"] = exchange.request_id
                 out_headers["x-reefgate-decision"] = "allow"
                 content_type = upstream.headers.get("Content-Type", "")
                 is_sse = content_type.startswith("text/event-stream")
                 if upstream.content_length is not None and not is_sse:
                     data = await upstream.read()
-                    record["upstream_ms"] = round(
-                        (time.perf_counter() - upstream_started) * 1000, 3
-                    )
+                    exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
                     return web.Response(status=upstream.status, body=data, headers=out_headers)
-                return await self._relay(
-                    request, upstream, out_headers, route.flavor, is_sse, record
-                )
+                return await self._relay(exchange, request, upstream, out_headers, is_sse)
         except TimeoutError as exc:
             raise UpstreamError(
                 f"upstream {route.name} timed out", status=504, code="upstream_timeout"
@@ -366,75 +323,55 @@ class ReverseProxy:
 
     async def _relay(
         self,
+        exchange: Exchange,
         request: web.Request,
         upstream: aiohttp.ClientResponse,
         headers: CIMultiDict[str],
-        flavor: Flavor,
         is_sse: bool,
-        record: dict[str, Any],
     ) -> web.StreamResponse:
+        """The answer as it arrives; an event stream event by event.
+
+        Whole events only: after an upstream failure the client's parser sees
+        the error event start at an event boundary, never glued onto a
+        half-sent ``data:`` line.
+        """
         response = web.StreamResponse(status=upstream.status, headers=headers)
         try:
             await response.prepare(request)
-            record["stream"] = True
+            exchange.advance(Phase.STREAMING)
+            decoder = SSEDecoder() if is_sse else None
             try:
                 async for chunk in upstream.content.iter_any():
-                    await response.write(chunk)
+                    if decoder is None:
+                        await response.write(chunk)
+                    elif events := decoder.feed(chunk):
+                        await response.write(b"".join(event.raw for event in events))
             except ConnectionResetError:
                 # aiohttp's error for writing to a client that has gone is also
                 # a ClientError; it is not the upstream's failure.
                 raise
             except (aiohttp.ClientError, TimeoutError) as exc:
                 # Headers are gone already: the client gets a well-formed error
-                # event instead of a silent truncation or a hang.
-                record["outcome"] = "upstream_failed_mid_stream"
+                # event instead of a silent truncation or a hang. An incomplete
+                # event the upstream left behind is dropped with it.
+                exchange.outcome = "upstream_failed_mid_stream"
                 log.warning("upstream failed mid-stream: %s", type(exc).__name__)
-                if is_sse:
+                if decoder is not None:
                     await response.write(
                         stream_error_event(
-                            flavor, "upstream connection failed mid-stream", "upstream_error"
+                            exchange.flavor,
+                            "upstream connection failed mid-stream",
+                            "upstream_error",
                         )
                     )
+            else:
+                if decoder is not None:
+                    # A stream that ended without its last blank line: relayed
+                    # as sent, which no client dispatches as an event.
+                    tail = b"".join(event.raw for event in decoder.flush())
+                    if tail:
+                        await response.write(tail)
             await response.write_eof()
         except ConnectionResetError:
-            record["outcome"] = "client_closed"
+            exchange.outcome = "client_closed"
         return response
-
-    def _audit_recovered(self) -> bool:
-        now = time.monotonic()
-        if now < self._audit_retry_at:
-            return False
-        self._audit_retry_at = now + self.audit_retry_s
-        try:
-            self._audit.reopen()
-        except OSError as exc:
-            log.error("audit log still cannot be opened: %s", type(exc).__name__)
-            return False
-        log.warning("audit log reopened after a failed write")
-        return True
-
-    def _write_audit(self, record: dict[str, Any]) -> None:
-        upstream = record["upstream"] if record["upstream"] in self._routes else "unknown"
-        self._metrics.count_request(upstream, record["decision"], record["category"])
-        try:
-            self._audit.append("request", record)
-        except Exception:
-            # The response is already decided; a broken audit must not turn into
-            # a crashed handler. It is logged loudly, /readyz reports it, and
-            # later requests are refused until the log can be reopened.
-            log.exception("audit write failed")
-        # The audit already records every request; the access log line is for
-        # debugging and costs nothing when the level is above DEBUG.
-        if not log.isEnabledFor(logging.DEBUG):
-            return
-        log.debug(
-            "%s /%s%s -> %s %s/%s %.1fms team=%s",
-            record["method"],
-            record["upstream"],
-            record["path"],
-            record.get("status"),
-            record["decision"],
-            record["category"],
-            record["latency_ms"],
-            record["team"],
-        )

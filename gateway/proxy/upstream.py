@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from gateway.config.models import Flavor
+from gateway.wire.base import Segment, Trust
 
 # RFC 9110 section 7.6.1 plus the de-facto proxy ones; never forwarded either way.
 HOP_BY_HOP = frozenset(
@@ -30,7 +31,20 @@ HOP_BY_HOP = frozenset(
 # Set again by the client library for the body actually sent.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length"}
-_CREDENTIAL_HEADERS = ("authorization", "x-api-key", "api-key")
+_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+_NOTHING: frozenset[str] = frozenset()
+# Header names shown in a finding's location; any other name the client chose
+# is shown by position only.
+_KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
+    "accept",
+    "content-type",
+    "cookie",
+    "user-agent",
+    "openai-organization",
+    "openai-project",
+    "anthropic-version",
+    "anthropic-beta",
+}
 
 
 def _connection_tokens(headers: Mapping[str, str]) -> set[str]:
@@ -54,26 +68,43 @@ def _copy(
 
 
 def request_headers(
-    headers: CIMultiDictProxy[str] | CIMultiDict[str],
-    *,
-    flavor: Flavor,
-    custody_key: str | None,
-    strip_credentials: bool,
+    headers: CIMultiDictProxy[str] | CIMultiDict[str], *, strip_credentials: bool
 ) -> CIMultiDict[str]:
-    """Headers for the upstream request.
+    """The agent's headers as they go upstream, before key custody adds its own.
 
-    With custody the gateway's own provider key replaces whatever the agent
-    sent. A gateway-issued key is always stripped: it must never leave.
+    ``strip_credentials``: the agent's credential headers must not leave,
+    because the gateway replaces them (custody) or they hold a gateway-issued
+    key.
     """
-    drop = set(_REQUEST_DROP)
-    if custody_key is not None or strip_credentials:
-        drop.update(_CREDENTIAL_HEADERS)
-    out = _copy(headers, drop)
-    if custody_key is not None:
-        if flavor == "anthropic":
-            out["x-api-key"] = custody_key
-        else:
-            out["Authorization"] = f"Bearer {custody_key}"
+    drop = _REQUEST_DROP | _CREDENTIAL_HEADERS if strip_credentials else _REQUEST_DROP
+    return _copy(headers, drop)
+
+
+def add_custody(headers: CIMultiDict[str], *, flavor: Flavor, custody_key: str) -> None:
+    """The gateway's own provider key, in the header this provider reads."""
+    if flavor == "anthropic":
+        headers["x-api-key"] = custody_key
+    else:
+        headers["Authorization"] = f"Bearer {custody_key}"
+
+
+def header_segments(
+    headers: CIMultiDict[str], *, skip: frozenset[str], key_kinds: frozenset[str]
+) -> list[Segment]:
+    """Every header that goes upstream, as ``name: value`` text for the secret floor.
+
+    The name gives the value its context (``x-my-token: ...``), as in a config
+    file. The agent's own API key for this upstream in a credential header is
+    expected there; another secret in it is not.
+    """
+    out: list[Segment] = []
+    for i, (name, value) in enumerate(headers.items()):
+        lower = name.lower()
+        if lower in skip:
+            continue
+        expected = key_kinds if lower in _CREDENTIAL_HEADERS else _NOTHING
+        path = f"header({lower})" if lower in _KNOWN_HEADERS else f"header[{i}]"
+        out.append(Segment(path, "header", f"{name}: {value}", Trust.OPAQUE, None, expected))
     return out
 
 

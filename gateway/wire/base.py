@@ -38,6 +38,9 @@ class Segment:
     text: str
     trust: Trust = Trust.TRUSTED
     index: int | None = None
+    # Secret kinds this text is expected to carry: the agent's API key for this
+    # upstream in its credential header. Any other finding in it still denies.
+    expected: frozenset[str] = frozenset()
 
     def where(self) -> str:
         if self.index is None:

@@ -520,7 +520,7 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
     [
         # Before the verdict: nothing was judged, so the entry must not say allow.
         pytest.param("_check_path", "error", "internal_error", id="before-the-verdict"),
-        pytest.param("request_headers", "allow", "none", id="after-the-verdict"),
+        pytest.param("_upstream_url", "allow", "none", id="after-the-verdict"),
     ],
 )
 async def test_an_unexpected_error_is_a_provider_shaped_500_and_audited(
@@ -556,12 +556,13 @@ async def test_an_unexpected_error_is_a_provider_shaped_500_and_audited(
 async def test_requests_are_refused_while_the_audit_log_cannot_be_written(
     stack: Stack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from gateway.app import AUDIT, PROXY
+    from gateway.app import AUDIT
     from gateway.observe import audit as audit_module
     from gateway.observe.audit import AuditLogError, verify
+    from gateway.proxy.middleware import LEDGER
 
     app = stack.gateway.app
-    monkeypatch.setattr(app[PROXY], "audit_retry_s", 0.0)
+    monkeypatch.setattr(app[LEDGER], "audit_retry_s", 0.0)
 
     def disk_full(fd: int, data: bytes) -> None:
         raise OSError(28, "No space left on device")
@@ -583,7 +584,7 @@ async def test_requests_are_refused_while_the_audit_log_cannot_be_written(
         assert r.status == 503
     # Space again: the next request reopens the log, which carries on the chain.
     monkeypatch.undo()
-    monkeypatch.setattr(app[PROXY], "audit_retry_s", 0.0)
+    monkeypatch.setattr(app[LEDGER], "audit_retry_s", 0.0)
     status, _, _ = await _post(stack, CHAT, json.dumps(_chat("third")).encode())
     assert status == 200
     assert len(stack.upstream.received) == 2

@@ -20,6 +20,7 @@ from gateway.guard.verdict import (
     assert_pinned_model,
     guard_failure,
 )
+from gateway.observe.logs import log_failure
 
 log = logging.getLogger("reefgate.guard")
 
@@ -45,9 +46,10 @@ class Classifier:
         except (AdmissionError, aiohttp.ClientError, TimeoutError, UnicodeDecodeError) as exc:
             log.warning("classifier %s failed: %s", self.provider.name, type(exc).__name__)
             return guard_failure(self.pinned_model, request.policy_version)
-        except Exception:
-            # Fail closed on anything unexpected too; it is logged, never passed.
-            log.exception("classifier %s raised", self.provider.name)
+        except Exception as exc:
+            # Fail closed on anything unexpected too; it is logged (without its
+            # message, which may quote the request), never passed.
+            log_failure(log, f"classifier {self.provider.name}", exc)
             return guard_failure(self.pinned_model, request.policy_version)
         return admit(raw, self.pinned_model, request.policy_version)
 

@@ -1,0 +1,139 @@
+"""One request through the gateway, whichever entrance it came in by.
+
+An :class:`Exchange` is created by the request-id middleware, filled in by the
+steps of a proxy handler (resolve, read, inspect, forward, relay) and written
+to the audit log by the audit middleware, so its fields are the audit schema.
+Its :class:`Phase` says how far the request got, which decides what an error
+may still do: before ``CHECKED`` nothing has left and the entry must not read
+as an allow; from ``STREAMING`` on the client has the response headers and a
+failure can only cut the stream.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+import aiohttp
+
+from gateway.config.models import Flavor
+from gateway.config.teams import TeamMatch
+from gateway.guard.decision import Decision
+from gateway.guard.floor import holds_secret
+
+REDACTED = "[redacted]"
+
+# Methods the audit may name as sent; any other token the client chose is
+# checked like any other client-chosen string before it is written.
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
+
+class Phase(IntEnum):
+    RECEIVED = 0  # nothing is known about the request yet
+    ROUTED = 1  # upstream and team are resolved
+    CHECKED = 2  # the verdict is final; nothing has gone upstream yet
+    FORWARDED = 3  # the upstream has the request
+    STREAMING = 4  # the client has the response headers
+
+
+@dataclass(frozen=True, slots=True)
+class Route:
+    name: str
+    base_url: str
+    flavor: Flavor
+    custody_key: str | None
+    timeout: aiohttp.ClientTimeout
+    # Secret kinds the upstream's own credential header may carry as sent.
+    key_kinds: frozenset[str]
+
+
+@dataclass(slots=True)
+class Exchange:
+    request_id: str
+    method: str
+    # The upstream name and the rest of the path exactly as sent: client-chosen
+    # until the outbound check has read them.
+    upstream: str
+    path: str
+    query: str
+    started: float = field(default_factory=time.perf_counter)
+    phase: Phase = Phase.RECEIVED
+    flavor: Flavor = "openai"
+    route: Route | None = None
+    team: TeamMatch | None = None
+    policy_version: str | None = None
+    # The guard's decision, or a refusal of the gateway's own (team, upgrade).
+    verdict: Decision | None = None
+    # Why the request was unusable (400-415) or failed inside the gateway.
+    error: str | None = None
+    status: int | None = None
+    outcome: str | None = None
+    upstream_status: int | None = None
+    upstream_ms: float | None = None
+
+    def advance(self, phase: Phase) -> None:
+        self.phase = phase
+
+    @property
+    def decision(self) -> str:
+        if self.verdict is not None:
+            return self.verdict.action
+        return "error" if self.error is not None else "none"
+
+    @property
+    def category(self) -> str:
+        if self.verdict is not None:
+            return self.verdict.category
+        return self.error or "none"
+
+    def audit_record(self) -> dict[str, object]:
+        """The audit entry's payload: decisions, kinds, fingerprints, never a raw value."""
+        record: dict[str, object] = {
+            "request_id": self.request_id,
+            "method": self.method if self.method in METHODS else shown(self.method),
+            "upstream": self._shown_upstream(),
+            "path": self._shown_path(),
+            "team": self.team.name if self.team is not None else None,
+            "decision": self.decision,
+            "category": self.category,
+        }
+        if self.policy_version is not None:
+            record["policy_version"] = self.policy_version
+        if self.verdict is not None and self.verdict.action != "allow":
+            record["findings"] = [
+                {"kind": e.kind, "fingerprint": e.fingerprint, "where": e.where}
+                for e in self.verdict.evidence
+            ]
+        for key, value in (
+            ("status", self.status),
+            ("outcome", self.outcome),
+            ("upstream_status", self.upstream_status),
+            ("upstream_ms", self.upstream_ms),
+        ):
+            if value is not None:
+                record[key] = value
+        if self.phase is Phase.STREAMING:
+            record["stream"] = True
+        record["latency_ms"] = round((time.perf_counter() - self.started) * 1000, 3)
+        return record
+
+    def _shown_path(self) -> str:
+        if self.phase < Phase.CHECKED:
+            # Refused before the outbound check read it: it may hold a secret.
+            return shown(self.path)
+        if self.verdict is not None and any(
+            e.where.startswith("path") for e in self.verdict.evidence
+        ):
+            return REDACTED
+        return self.path
+
+    def _shown_upstream(self) -> str:
+        if self.route is not None:
+            return self.route.name
+        return shown(self.upstream)
+
+
+def shown(value: str) -> str:
+    """``value``, or a placeholder when it holds a secret (or cannot be checked)."""
+    return REDACTED if holds_secret(value) else value

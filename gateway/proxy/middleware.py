@@ -1,0 +1,207 @@
+"""What every proxied request goes through, kept out of the handlers.
+
+Three aiohttp middlewares, outermost first:
+
+- ``request_ids``: opens the request's :class:`Exchange` and stamps
+  ``x-reefgate-request-id`` on its answer;
+- ``audit_entries``: refuses requests while the audit log cannot be written
+  (what cannot be audited is not forwarded) and writes each request's entry
+  when it ends, however it ends;
+- ``provider_errors``: turns the exceptions of the steps (bad input, a
+  refusal, an upstream failure, a bug) into an answer in the provider's own
+  error shape, and records on the exchange what happened.
+
+A handler behind them only resolves, reads, inspects and forwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+
+from gateway.errors import Refused, RequestError, RequestTimeout, UpstreamError
+from gateway.guard.decision import Decision
+from gateway.observe.audit import AuditLog
+from gateway.observe.logs import log_failure
+from gateway.observe.metrics import Metrics
+from gateway.proxy.exchange import Exchange, Phase
+from gateway.wire.errors import Flavor, error_body
+
+log = logging.getLogger("reefgate.access")
+
+EXCHANGE = web.RequestKey("exchange", Exchange)
+# Routes whose requests are exchanges; the gateway's own endpoints are not.
+EXCHANGE_ROUTES = frozenset({"proxy"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class _RequestIds:
+    """Unique ids: a random per-process prefix and a counter, cheaper than uuid4 per request."""
+
+    __slots__ = ("_n", "_prefix")
+
+    def __init__(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._n = 0
+
+    def next(self) -> str:
+        self._n += 1
+        return f"{self._prefix}{self._n:016x}"
+
+
+class Ledger:
+    """Request ids, the audit log and the request counter, shared by every entrance."""
+
+    # How often a failed audit log is reopened while requests are refused.
+    audit_retry_s = 1.0
+
+    def __init__(self, audit: AuditLog, metrics: Metrics, upstreams: frozenset[str]) -> None:
+        self._audit = audit
+        self._metrics = metrics
+        self._upstreams = upstreams
+        self._ids = _RequestIds()
+        self._audit_retry_at = 0.0
+
+    def open(self, request: web.BaseRequest) -> Exchange:
+        path, _, query = request.raw_path.partition("?")
+        name, slash, rest = path[1:].partition("/")
+        return Exchange(self._ids.next(), request.method, name, slash + rest, query)
+
+    def writable(self) -> bool:
+        """Whether entries can be written, reopening a failed log at most once per retry period."""
+        if self._audit.failed is None:
+            return True
+        now = time.monotonic()
+        if now < self._audit_retry_at:
+            return False
+        self._audit_retry_at = now + self.audit_retry_s
+        try:
+            self._audit.reopen()
+        except OSError as exc:
+            log.error("audit log still cannot be opened: %s", type(exc).__name__)
+            return False
+        log.warning("audit log reopened after a failed write")
+        return True
+
+    def record(self, exchange: Exchange) -> None:
+        upstream = exchange.upstream if exchange.upstream in self._upstreams else "unknown"
+        self._metrics.count_request(upstream, exchange.decision, exchange.category)
+        try:
+            self._audit.append("request", exchange.audit_record())
+        except Exception as exc:
+            # The answer is already decided; a broken audit must not crash the
+            # handler. /readyz reports it, and later requests are refused until
+            # the log can be reopened.
+            log_failure(log, "audit write", exc, exchange.request_id)
+
+
+LEDGER = web.AppKey("ledger", Ledger)
+
+
+def error_response(flavor: Flavor, status: int, message: str, code: str) -> web.Response:
+    return web.Response(
+        status=status,
+        body=error_body(flavor, status, message, code),
+        content_type="application/json",
+    )
+
+
+def refusal(exchange: Exchange, decision: Decision) -> web.Response:
+    exchange.verdict = decision
+    exchange.status = 403
+    if decision.action == "review":
+        message = f"reefgate is holding this request for review: {decision.reason}"
+    else:
+        message = f"reefgate blocked this request ({decision.category}): {decision.reason}"
+    response = error_response(exchange.flavor, 403, message, decision.category)
+    response.headers["x-reefgate-decision"] = decision.action
+    response.headers["x-reefgate-category"] = decision.category
+    return response
+
+
+@web.middleware
+async def request_ids(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.match_info.route.name not in EXCHANGE_ROUTES:
+        return await handler(request)
+    exchange = request[EXCHANGE] = request.app[LEDGER].open(request)
+    response = await handler(request)
+    if not response.prepared:
+        # A streamed answer carries it from the handler, set before its headers went out.
+        response.headers["x-reefgate-request-id"] = exchange.request_id
+    return response
+
+
+@web.middleware
+async def audit_entries(request: web.Request, handler: Handler) -> web.StreamResponse:
+    exchange = request.get(EXCHANGE)
+    if exchange is None:
+        return await handler(request)
+    ledger = request.app[LEDGER]
+    if not ledger.writable():
+        log.error("refused %s: the audit log cannot be written", exchange.request_id)
+        exchange.error = "audit_unavailable"
+        exchange.status = 503
+        return error_response(
+            exchange.flavor,
+            503,
+            "reefgate cannot write its audit log; requests are refused until it can",
+            "audit_unavailable",
+        )
+    try:
+        return await handler(request)
+    finally:
+        ledger.record(exchange)
+
+
+@web.middleware
+async def provider_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    exchange = request.get(EXCHANGE)
+    if exchange is None:
+        return await handler(request)
+    try:
+        return await handler(request)
+    except Refused as exc:
+        return refusal(exchange, exc.decision)
+    except RequestError as exc:
+        exchange.error = exc.code
+        exchange.status = exc.status
+        response = error_response(exchange.flavor, exc.status, exc.message, exc.code)
+        if isinstance(exc, RequestTimeout):
+            # The client stopped sending: answer, then close at once rather
+            # than linger for the rest of a body that is not coming.
+            response.headers["x-reefgate-request-id"] = exchange.request_id
+            response.force_close()
+            await response.prepare(request)
+            await response.write_eof()
+            request.protocol.force_close()
+        return response
+    except UpstreamError as exc:
+        exchange.status = exc.status
+        exchange.outcome = exc.code
+        return error_response(exchange.flavor, exc.status, exc.message, exc.code)
+    except asyncio.CancelledError:
+        exchange.outcome = "client_closed"
+        raise
+    except Exception as exc:
+        # A bug outside the guard path: nothing unchecked has gone upstream,
+        # the entry must not read as a plain success, and the client gets an
+        # error it can parse.
+        exchange.status = 500
+        exchange.outcome = "internal_error"
+        if exchange.phase < Phase.CHECKED:
+            exchange.error = "internal_error"
+        log_failure(log, "request handling", exc, exchange.request_id)
+        if exchange.phase is Phase.STREAMING:
+            raise  # the headers are sent; aiohttp can only cut the connection
+        return error_response(
+            exchange.flavor, 500, "reefgate failed to handle this request", "internal_error"
+        )
+
+
+MIDDLEWARES = (request_ids, audit_entries, provider_errors)
