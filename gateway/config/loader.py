@@ -61,20 +61,58 @@ def _read_yaml(path: Path, display: str, issues: list[ConfigIssue]) -> object:
     except (OSError, UnicodeDecodeError) as exc:
         issues.append(ConfigIssue(display, "", f"cannot read: {exc}"))
         return None
+    loader = yaml.SafeLoader(text)
     try:
-        data = yaml.safe_load(text)
+        node = loader.get_single_node()
+        duplicates = _duplicate_keys(node, "") if node is not None else []
+        if duplicates:
+            for key_path, line in duplicates:
+                issues.append(
+                    ConfigIssue(display, key_path, f"duplicate key (line {line}); keep only one")
+                )
+            return None
+        data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc)
         issues.append(ConfigIssue(display, "", f"invalid YAML: {where}{problem}"))
         return None
+    finally:
+        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
         issues.append(ConfigIssue(display, "", "must be a mapping at the top level"))
         return None
     return data
+
+
+def _duplicate_keys(node: yaml.Node, path: str) -> list[tuple[str, int]]:
+    """(key path, line) of every key repeated within one mapping.
+
+    PyYAML keeps the last of two equal keys, so a second `openai:` upstream
+    would silently replace the first. Keys brought in by a `<<` merge may be
+    overridden; that is what merging is for.
+    """
+    found: list[tuple[str, int]] = []
+    if isinstance(node, yaml.MappingNode):
+        seen: set[tuple[str, str]] = set()
+        for key, value in node.value:
+            if key.tag == "tag:yaml.org,2002:merge":
+                continue
+            name = str(key.value) if isinstance(key, yaml.ScalarNode) else "?"
+            child = f"{path}.{name}" if path else name
+            if isinstance(key, yaml.ScalarNode):
+                ident = (key.tag, key.value)
+                if ident in seen:
+                    found.append((child, key.start_mark.line + 1))
+                seen.add(ident)
+            found.extend(_duplicate_keys(value, child))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            found.extend(_duplicate_keys(item, f"{path}[{i}]"))
+    return found
 
 
 def _validation_issues(display: str, exc: ValidationError) -> list[ConfigIssue]:

@@ -137,3 +137,44 @@ def test_presented_key() -> None:
     assert presented_key({"Authorization": "Bearer abc"}) == "abc"
     assert presented_key({"Authorization": "Basic abc"}) is None
     assert presented_key({"x-api-key": "k"}) == "k"
+
+
+def test_a_duplicate_key_is_refused_with_file_and_key_path(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "gateway.yaml": (
+                "upstreams:\n"
+                "  openai:\n    base_url: https://api.openai.com\n"
+                "  openai:\n    base_url: http://evil.example\n"
+                "limits:\n  max_body_bytes: 2048\n  max_body_bytes: 4096\n"
+            ),
+            "teams/a.yaml": "default: true\nrules:\n  outbound: x\n  outbound: y\n",
+            "teams/b.yaml": "match:\n  headers: {x-team: b, x-team: c}\n",
+        },
+    )
+    loaded, issues = collect(tmp_path, environ={})
+    assert loaded is None
+    text = "\n".join(str(i) for i in issues)
+    assert f"{tmp_path / 'gateway.yaml'}: upstreams.openai: duplicate key (line 4)" in text
+    assert "gateway.yaml: limits.max_body_bytes: duplicate key (line 8)" in text
+    assert "a.yaml: rules.outbound: duplicate key" in text
+    assert "b.yaml: match.headers.x-team: duplicate key" in text
+
+
+def test_merge_keys_may_override_what_they_merge(tmp_path: Path) -> None:
+    _write(
+        tmp_path,
+        {
+            "gateway.yaml": (
+                "upstreams:\n"
+                "  openai: &up\n    base_url: https://api.openai.com\n    read_timeout_s: 60\n"
+                "  other:\n    <<: *up\n    base_url: https://other.example\n"
+            ),
+        },
+    )
+    loaded, issues = collect(tmp_path, environ={})
+    assert issues == []
+    assert loaded is not None
+    assert loaded.gateway.upstreams["other"].base_url == "https://other.example"
+    assert loaded.gateway.upstreams["other"].read_timeout_s == 60
