@@ -339,7 +339,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    rc: int = args.func(args)
+    from gateway.observe.audit import AuditLogError
+
+    try:
+        rc: int = args.func(args)
+    except AuditLogError as exc:
+        # The audit log or the fingerprint key cannot be opened or made.
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return rc
 
 

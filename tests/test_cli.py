@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -93,6 +94,59 @@ def test_serve_health_and_audit_verify(tmp_path: Path) -> None:
     out = _run("audit", "verify", str(audit))
     assert out.returncode == 1
     assert "line 1" in out.stderr
+
+
+def test_serve_refuses_a_malformed_request_without_echoing_or_logging_it(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    (config / "teams").mkdir(parents=True)
+    audit = tmp_path / "audit.jsonl"
+    (config / "gateway.yaml").write_text(
+        f"listen: {{host: 127.0.0.1, port: 0}}\naudit: {{path: {audit}}}\n"
+    )
+    (config / "teams" / "default.yaml").write_text("default: true\n")
+    token = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+    proc = subprocess.Popen(
+        [str(REEFGATE), "--log-level", "DEBUG", "serve", "--config", str(config)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        host, port = line.split("listening on http://")[1].split()[0].split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as conn:
+            conn.sendall(f"POST /openai/v1/models HTTP/1.1\r\nHost: x\r\n{token}\r\n\r\n".encode())
+            answer = b""
+            while chunk := conn.recv(65536):
+                answer += chunk
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=15)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert b" 400 " in head.split(b"\r\n")[0]
+    assert json.loads(body)["error"]["code"] == "malformed_request"
+    assert token.encode() not in answer
+    assert token not in stderr
+    assert "BadHttpMessage" in stderr or "InvalidHeader" in stderr, stderr
+    assert token not in audit.read_text()
+    assert '"category":"malformed_request"' in audit.read_text()
+
+
+def test_serve_reports_a_fingerprint_key_it_cannot_read(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.mkdir()
+    key = tmp_path / "short.key"
+    key.write_text("abcd\n")
+    audit = tmp_path / "a.jsonl"
+    (config / "gateway.yaml").write_text(
+        f"listen: {{port: 0}}\naudit: {{path: {audit}, fingerprint_key_file: {key}}}\n"
+    )
+    out = _run("serve", "--config", str(config))
+    assert out.returncode == 2
+    assert "fingerprint key" in out.stderr
+    assert "Traceback" not in out.stderr
 
 
 def test_python_dash_m() -> None:
