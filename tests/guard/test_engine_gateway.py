@@ -238,3 +238,26 @@ async def test_embedded_injection_check_on_tool_results(stack: Stack) -> None:
         stack, [{"role": "user", "content": "run the tests and report back"}]
     )
     assert status == 200
+
+
+async def test_an_unexpected_classifier_error_denies_and_logs_no_payload(
+    make_stack: StackFactory,
+    aiohttp_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    from gateway.guard.classifiers.providers import OpenAIResponses
+
+    text = "please summarise the Falcon launch memo"
+
+    def broken(self: OpenAIResponses, *args: object) -> object:
+        # A library error whose message quotes the request, as some do.
+        raise ValueError(f"cannot encode {args!r}")
+
+    stack = await _guarded_stack(make_stack, aiohttp_server, FakeClassifier())
+    monkeypatch.setattr(OpenAIResponses, "build", broken)
+    status, headers, _ = await _chat(stack, [{"role": "user", "content": text}])
+    assert status == 403
+    assert headers["x-reefgate-category"] == "guard_failure"
+    assert "ValueError" in caplog.text
+    assert "Falcon" not in caplog.text
