@@ -403,3 +403,23 @@ async def test_an_upstream_failure_mid_event_ends_the_stream_at_an_event_boundar
     # The half-sent third event is dropped; the error event stands on its own.
     assert payloads[2]["error"]["code"] == "upstream_error"
     assert len(payloads) == 3
+
+
+# -- fingerprints in the audit cannot be used to test guesses offline --
+
+
+async def test_audit_fingerprints_are_keyed_by_the_deployment(stack: Stack) -> None:
+    import hashlib
+    import hmac
+
+    with pytest.raises(openai.PermissionDeniedError):
+        await _openai(stack).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": f"token {GITHUB_PAT}"}]
+        )
+    [entry] = _entries(stack)
+    [finding] = entry["findings"]
+    assert finding["kind"] == "github_token"
+    assert finding["fingerprint"] != hashlib.sha256(GITHUB_PAT.encode()).hexdigest()[:16]
+    key = bytes.fromhex((stack.audit_path.parent / "fingerprint.key").read_text().strip())
+    keyed = hmac.new(key, GITHUB_PAT.encode(), hashlib.sha256).hexdigest()[:16]
+    assert finding["fingerprint"] == keyed
