@@ -6,18 +6,23 @@ refused, never forwarded unscanned.
 
 from __future__ import annotations
 
+import binascii
 import json
+import math
 import re
 import zlib
+from dataclasses import dataclass, field
 from email.message import Message
-from email.parser import BytesParser
-from email.policy import HTTP
 from email.utils import collapse_rfc2231_value
 from urllib.parse import parse_qsl
 
+from python_multipart.exceptions import MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
 from gateway.guard.detectors.secrets import unless_secret
-from gateway.wire import generic
+from gateway.wire import content, generic, nested
+from gateway.wire.archives import Unreadable, Unsupported
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.routes import adapter_for
 
@@ -74,6 +79,10 @@ class _DuplicateKey(ValueError):
     pass
 
 
+class _BadNumber(ValueError):
+    pass
+
+
 def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     out = dict(pairs)
     if len(out) != len(pairs):
@@ -81,9 +90,24 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     return out
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _BadNumber("a number too large for a double (it would read as infinity)")
+    return value
+
+
+def _no_constant(name: str) -> object:
+    raise _BadNumber(f"{name} is not a JSON value")
+
+
 # Parsers disagree on duplicate keys (first wins or last wins); if ours and the
 # upstream's disagree, text we never scanned would reach the model. Refuse them.
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+# Python also reads NaN and Infinity, and 1e999 as infinity, where JSON and
+# the upstreams do not: those are refused too.
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys, parse_float=_finite, parse_constant=_no_constant
+)
 
 
 def parse_json(body: bytes) -> object:
@@ -92,12 +116,20 @@ def parse_json(body: bytes) -> object:
         return _DECODER.decode(text)
     except _DuplicateKey as exc:
         raise BadRequest("JSON object has a duplicate key", code="invalid_json") from exc
+    except _BadNumber as exc:
+        raise BadRequest(f"request body is not valid JSON: {exc}", code="invalid_json") from exc
     except RecursionError as exc:
         raise BadRequest("JSON nesting is too deep", code="invalid_json") from exc
     except json.JSONDecodeError as exc:
         raise BadRequest(
             f"request body is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}",
             code="invalid_json",
+        ) from exc
+    except ValueError as exc:
+        # The one left is int(): Python reads at most 4300 digits (CVE-2020-10735).
+        # Its message names no content, but keep ours fixed all the same.
+        raise BadRequest(
+            "request body is not valid JSON: a number has too many digits", code="invalid_json"
         ) from exc
 
 
@@ -123,47 +155,217 @@ def _adapter_segments(path: str, payload: object) -> list[Segment]:
 # Transfer encodings the upstream does not undo (RFC 7578 4.7 deprecates them
 # for form data): its raw text is what arrives, so that is scanned as well.
 _IDENTITY_TRANSFER = ("", "7bit", "8bit", "binary")
+# Part headers whose meaning is known; any other is scanned as text.
+_KNOWN_HEADERS = frozenset({"content-disposition", "content-type", "content-transfer-encoding"})
+_KNOWN_PARAMS = frozenset({"name", "filename"})
+
+
+@dataclass(slots=True)
+class _Part:
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    data: list[bytes] = field(default_factory=list)
+
+
+class _Form:
+    """python-multipart's sans-IO parser, fed the whole body, collecting parts."""
+
+    def __init__(self, boundary: bytes) -> None:
+        self.parts: list[_Part] = []
+        self.ended = False
+        self._field = b""
+        self._value = b""
+        self.parser = MultipartParser(
+            boundary,
+            {
+                "on_part_begin": self._begin,
+                "on_part_data": self._data,
+                "on_header_field": self._header_field,
+                "on_header_value": self._header_value,
+                "on_header_end": self._header_end,
+                "on_end": self._end,
+            },
+        )
+
+    def _begin(self) -> None:
+        if len(self.parts) >= generic.MAX_SEGMENTS:
+            raise BadRequest(
+                f"request has more than {generic.MAX_SEGMENTS} form parts", code="invalid_payload"
+            )
+        self.parts.append(_Part())
+
+    def _data(self, data: bytes, start: int, end: int) -> None:
+        self.parts[-1].data.append(data[start:end])
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _header_end(self) -> None:
+        # Header bytes are UTF-8 from browsers and the SDKs; anything else is
+        # still read, byte for byte.
+        name = self._field.decode("latin-1").strip().lower()
+        value = _header_text(self._value).strip()
+        self.parts[-1].headers.append((name, value))
+        self._field = self._value = b""
+
+    def _end(self) -> None:
+        self.ended = True
+
+
+def _header_text(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+def _split_form(content_type: str, body: bytes) -> tuple[bytes, list[_Part], bytes]:
+    """(preamble, parts, epilogue) of a multipart body."""
+    boundary = parse_options_header(content_type)[1].get(b"boundary")
+    if not boundary:
+        raise BadRequest("multipart body could not be parsed", code="invalid_multipart")
+    delimiter = b"--" + boundary
+    # A preamble before the first delimiter and an epilogue after the last are
+    # ignored by every parser, and still leave the gateway: both are scanned.
+    start = 0 if body.startswith(delimiter) else body.find(b"\r\n" + delimiter)
+    if start < 0:
+        raise BadRequest("multipart body has no parts", code="invalid_multipart")
+    preamble = body[:start]
+    if start:
+        start += 2
+    closing = body.find(b"\r\n" + delimiter + b"--", start)
+    if closing < 0 and body.startswith(delimiter + b"--", start):
+        closing = start - 2
+    form = _Form(boundary)
+    try:
+        form.parser.write(body[start:])
+    except MultipartParseError as exc:
+        raise BadRequest(
+            "multipart body could not be parsed: a delimiter or part header is malformed",
+            code="invalid_multipart",
+        ) from exc
+    if not form.ended or closing < 0:
+        raise BadRequest(
+            "multipart body ends before its closing delimiter", code="invalid_multipart"
+        )
+    epilogue = body[closing + 2 + len(delimiter) + 2 :]
+    return preamble, form.parts, epilogue
+
+
+def _decoded(part: _Part) -> bytes:
+    raw = b"".join(part.data)
+    transfer = _header(part, "content-transfer-encoding").lower()
+    try:
+        if transfer == "base64":
+            return binascii.a2b_base64(raw)
+        if transfer == "quoted-printable":
+            return binascii.a2b_qp(raw)
+    except binascii.Error as exc:
+        raise BadRequest(
+            "a multipart part is not valid base64 for its transfer encoding",
+            code="invalid_multipart",
+        ) from exc
+    return raw
+
+
+def _header(part: _Part, name: str) -> str:
+    for key, value in part.headers:
+        if key == name:
+            return value
+    return ""
+
+
+def _disposition(value: str) -> tuple[list[str], str | None, list[str]]:
+    """(field names, file name, other text) of a Content-Disposition value.
+
+    ``name`` and ``name*`` (RFC 2231) may disagree, and parsers differ on which
+    wins: every distinct name is returned, the first as the field's name.
+    """
+    message = Message()
+    message["content-disposition"] = value
+    names: list[str] = []
+    filenames: list[str] = []
+    other: list[str] = []
+    for key, raw in message.get_params([], header="content-disposition")[1:]:
+        text = collapse_rfc2231_value(raw)
+        base = key.lower().rstrip("*")
+        if base == "name":
+            names.append(text)
+        elif base == "filename":
+            filenames.append(text)
+        else:
+            other.append(f"{key}={text}")
+    filename = None
+    if filenames:
+        filename = filenames[0]
+        other.extend(name for name in filenames[1:] if name != filename)
+    return list(dict.fromkeys(names)), filename, other
 
 
 def _multipart(content_type: str, body: bytes) -> list[Segment]:
-    head = f"Content-Type: {content_type}\r\n\r\n".encode("latin-1", "replace")
-    message: Message = BytesParser(policy=HTTP).parsebytes(head + body)
-    if not message.is_multipart():
-        raise BadRequest("multipart body could not be parsed", code="invalid_multipart")
+    preamble, parts, epilogue = _split_form(content_type, body)
     out: list[Segment] = []
-    for i, part in enumerate(message.get_payload()):
-        assert isinstance(part, Message)
-        label = f"form[{i}]"
-        name = collapse_rfc2231_value(part.get_param("name", "", header="content-disposition"))
-        # A field name reaches the upstream like a value; like a JSON key, it is
-        # quoted in a path only when it is plainly a name, since paths are logged.
-        if name and generic.is_plain_key(name):
-            label = f"{label}({name})"
-        elif name:
-            out.append(Segment(f"{label}.name", "field", name, Trust.TRUSTED, i))
-        filename = part.get_filename()
-        if filename:
-            out.append(Segment(f"{label}.filename", "file", str(filename), Trust.TRUSTED, i))
-        role = "file" if filename else "field"
-        if part.is_multipart():
-            # A nested multipart is one opaque value to a form-data parser: the
-            # upstream gets its bytes, inner headers and all.
-            texts = [part.as_bytes(policy=HTTP)]
-        else:
-            decoded = part.get_payload(decode=True)
-            texts = [decoded if isinstance(decoded, bytes) else b""]
-            transfer = str(part.get("Content-Transfer-Encoding", "")).strip().lower()
-            if transfer not in _IDENTITY_TRANSFER:
-                raw = part.get_payload(decode=False)
-                texts.append(str(raw).encode("utf-8", "surrogateescape"))
-        for n, data in enumerate(texts):
-            try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                # Binary uploads (audio, images, PDFs) carry no text the detectors can read.
-                continue
-            path = label if n == 0 else f"{label}.raw"
-            out.append(Segment(path, role, text, Trust.TRUSTED, i))
+    for path, extra in (("form.preamble", preamble), ("form.epilogue", epilogue)):
+        if extra.strip():
+            out.extend(_segments(path, "field", content.texts(extra), None))
+    for i, part in enumerate(parts):
+        out.extend(_part_segments(i, part))
+    return out
+
+
+def _part_segments(i: int, part: _Part) -> list[Segment]:
+    out: list[Segment] = []
+    label = f"form[{i}]"
+    names, filename, unusual = _disposition(_header(part, "content-disposition"))
+    name = names[0] if names else ""
+    # A field name reaches the upstream like a value; like a JSON key, it is
+    # quoted in a path only when it is plainly a name, since paths are logged.
+    if name and generic.is_plain_key(name):
+        label = f"{label}({name})"
+    elif name:
+        out.append(Segment(f"{label}.name", "field", name, Trust.TRUSTED, i))
+    for n, alias in enumerate(names[1:], 1):
+        out.append(Segment(f"{label}.name#{n}", "field", alias, Trust.TRUSTED, i))
+    if filename:
+        out.append(Segment(f"{label}.filename", "file", filename, Trust.TRUSTED, i))
+    seen: set[str] = set()
+    for key, value in part.headers:
+        # Headers of no known meaning, or a known one repeated (which one a
+        # parser keeps varies), reach the upstream as sent.
+        if key not in _KNOWN_HEADERS or key in seen:
+            unusual.append(f"{key}: {value}")
+        seen.add(key)
+    if unusual:
+        out.append(Segment(f"{label}.headers", "field", "\n".join(unusual), Trust.TRUSTED, i))
+    role = "file" if filename else "field"
+    declared = (_header(part, "content-type") or None, filename)
+    found = content.inspect(_decoded(part), declared)
+    if not filename and name and found.kind == "text" and len(found.texts) == 1:
+        # A text field is judged with its name as context, as a query string's
+        # is: `password=...` holds a password where `...` alone may not say so.
+        text = found.texts[0]
+        out.append(Segment(label, role, f"{name}={text}", Trust.TRUSTED, i))
+        out.extend(nested.file_segments(text, label, i))
+    else:
+        out.extend(_segments(label, role, found.texts, i))
+    if _header(part, "content-transfer-encoding").lower() not in _IDENTITY_TRANSFER:
+        # The upstream receives the encoded text; it is scanned too.
+        raw = content.texts(b"".join(part.data))
+        out.extend(_segments(f"{label}.raw", role, raw, i))
+    return out
+
+
+def _segments(path: str, role: str, texts: list[str], index: int | None) -> list[Segment]:
+    """Segments for the texts of one payload, and for requests written in them (JSONL)."""
+    out: list[Segment] = []
+    for n, text in enumerate(texts):
+        if not text:
+            continue
+        where = path if n == 0 else f"{path}(decoded#{n})"
+        out.append(Segment(where, role, text, Trust.TRUSTED, index))
+        out.extend(nested.file_segments(text, where, index))
     return out
 
 
@@ -183,34 +385,14 @@ def request_segments(
     if not body:
         return segments, None
     media = _media_type(content_type)
-    payload: object | None = None
-    if _is_json(media):
-        payload = parse_json(body)
-        segments.extend(_adapter_segments(path, payload))
-    elif media == "multipart/form-data":
-        segments.extend(_multipart(content_type or "", body))
-    elif media == "application/x-www-form-urlencoded":
-        text = decode_utf8(body)
-        for i, (key, value) in enumerate(parse_qsl(text, keep_blank_values=True)):
-            segments.append(Segment(f"form[{i}]", "field", f"{key}={value}", Trust.TRUSTED, None))
-    elif media.startswith(_TEXT_TYPES) or media == "":
-        # No declared type: read it as JSON when it parses, else as text; an
-        # unreadable body is refused rather than forwarded unscanned.
-        text = decode_utf8(body)
-        if media == "":
-            try:
-                payload = _DECODER.decode(text)
-            except (ValueError, RecursionError):
-                payload = None
-            if payload is not None:
-                segments.extend(_adapter_segments(path, payload))
-                _refuse_surrogates(segments)
-                return segments, payload
-        segments.append(Segment("body", "unknown", text, Trust.TRUSTED, None))
-    else:
-        raise UnsupportedMedia(
-            f"Content-Type {unless_secret(media)!r} cannot be inspected; send application/json",
-        )
+    # Archives in all of the request's payloads share one set of bounds.
+    with content.request_budget():
+        try:
+            payload = _body_segments(path, media, content_type or "", body, segments)
+        except Unsupported as exc:
+            raise UnsupportedMedia(str(exc)) from exc
+        except Unreadable as exc:
+            raise BadRequest(str(exc), code="invalid_payload") from exc
     if len(segments) > generic.MAX_SEGMENTS:
         # The JSON adapters stop at the limit themselves; forms and queries here.
         raise BadRequest(
@@ -218,6 +400,46 @@ def request_segments(
         )
     _refuse_surrogates(segments)
     return segments, payload
+
+
+def _body_segments(
+    path: str, media: str, content_type: str, body: bytes, segments: list[Segment]
+) -> object | None:
+    """Appends the body's segments; returns its parsed JSON, if it is JSON."""
+    if _is_json(media):
+        payload = parse_json(body)
+        segments.extend(_adapter_segments(path, payload))
+        return payload
+    if media == "multipart/form-data":
+        segments.extend(_multipart(content_type, body))
+    elif media == "application/x-www-form-urlencoded":
+        text = decode_utf8(body)
+        for i, (key, value) in enumerate(parse_qsl(text, keep_blank_values=True)):
+            segments.append(Segment(f"form[{i}]", "field", f"{key}={value}", Trust.TRUSTED, None))
+    elif media.startswith(_TEXT_TYPES) or media == "":
+        # No declared type: read it as JSON when it parses. Otherwise, as any
+        # uploaded file: text in any Unicode encoding, an archive's members, or
+        # the printable runs of what is neither.
+        if media == "":
+            payload = _lenient_json(body)
+            if payload is not None:
+                segments.extend(_adapter_segments(path, payload))
+                return payload
+        texts = content.texts(body, media or None)
+        segments.extend(_segments("body", "unknown", texts, None))
+    else:
+        raise UnsupportedMedia(
+            f"Content-Type {unless_secret(media)!r} cannot be inspected; send application/json",
+        )
+    return None
+
+
+def _lenient_json(body: bytes) -> object | None:
+    try:
+        payload: object = _DECODER.decode(body.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return payload
 
 
 def _refuse_surrogates(segments: list[Segment]) -> None:

@@ -100,7 +100,7 @@ def test_a_lone_surrogate_escape_is_refused() -> None:
 def test_a_surrogate_pair_escape_is_text() -> None:
     raw = b'{"model": "m", "messages": [{"role": "user", "content": "\\ud83d\\ude00"}]}'
     segments, _ = request_segments(CHAT, "", "application/json", raw)
-    assert [s.text for s in segments] == ["\U0001f600"]
+    assert [s.text for s in segments if s.path.startswith("messages")] == ["\U0001f600"]
 
 
 def test_too_deep_nesting_is_refused_not_a_crash() -> None:
@@ -157,7 +157,8 @@ def test_form_fields_and_text_files_are_segments() -> None:
         ),
     )
     assert _texts(body) == {
-        "form[0](purpose)": "assistants",
+        # a field is judged with its name as context, as in a query string
+        "form[0](purpose)": "purpose=assistants",
         "form[1](file).filename": "notes.txt",
         "form[1](file)": "line one\nline two",
     }
@@ -198,14 +199,17 @@ def test_a_transfer_encoded_part_is_scanned_decoded_and_as_sent() -> None:
             b"aGVsbG8gd29ybGQ=",
         )
     )
-    assert _texts(body) == {"form[0](note)": "hello world", "form[0](note).raw": "aGVsbG8gd29ybGQ="}
+    assert _texts(body) == {
+        "form[0](note)": "note=hello world",
+        "form[0](note).raw": "aGVsbG8gd29ybGQ=",
+    }
 
 
 def test_an_rfc2231_field_name_is_read() -> None:
     body = _form(("Content-Disposition: form-data; name*=utf-8''caf%C3%A9", b"x"))
     texts = _texts(body)
     assert texts["form[0].name"] == "café"
-    assert texts["form[0]"] == "x"
+    assert texts["form[0]"] == "café=x"
 
 
 def test_a_form_without_parts_is_refused() -> None:
