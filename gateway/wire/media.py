@@ -399,12 +399,11 @@ def _riff(media: frozenset[bytes], src: Source, budget: Budget) -> list[bytes] |
         if not _RIFF_ID.fullmatch(kind):
             return None
         data_end = pos + 8 + length
-        if kind in media:
-            if length in _RIFF_STREAMING or data_end > end:
-                data_end = end  # the sample data of a streamed or cut file runs to its end
+        if kind in media and length in _RIFF_STREAMING:
+            data_end = end  # a streamed file's sample data runs to its end
         elif data_end > end:
             return None
-        else:
+        elif kind not in media:
             out.append(src.read(pos + 8, length))
         chunks += 1
         pos = data_end + (length & 1)
@@ -471,8 +470,10 @@ def _mp3(src: Source, budget: Budget) -> list[bytes] | None:
         pos += n
         frames += 1
     # Without a tag the first frame header is the only magic number there is,
-    # two bytes of which are common enough; a few frames must chain.
-    if frames < (1 if tagged else _MIN_FRAMES):
+    # two bytes of which are common enough: a few frames must chain. A last
+    # frame cut short (a recording stopped) counts only after those.
+    complete = frames - 1 if pos > size else frames
+    if complete < (1 if tagged else _MIN_FRAMES) or (pos > size and complete < _MIN_FRAMES):
         return None
     # The last frame of a cut recording may be short; anything after the last
     # frame (ID3v1 and APE tags, or bytes that are not audio) is scanned.
@@ -488,12 +489,67 @@ def _syncsafe(b: bytes) -> int:
     return (b[0] << 21) | (b[1] << 14) | (b[2] << 7) | b[3]
 
 
-# -- FLAC: metadata blocks from STREAMINFO to the last, then frames --
+# -- FLAC: metadata blocks from STREAMINFO to the last, then frames to the end --
+
+
+def _crc_table(poly: int, width: int) -> tuple[int, ...]:
+    top, mask = 1 << (width - 1), (1 << width) - 1
+    table = []
+    for byte in range(256):
+        crc = byte << (width - 8)
+        for _ in range(8):
+            crc = ((crc << 1) ^ poly) if crc & top else crc << 1
+        table.append(crc & mask)
+    return tuple(table)
+
+
+_CRC8 = _crc_table(0x07, 8)
+_CRC16 = _crc_table(0x8005, 16)
+_FLAC_SYNC = re.compile(rb"\xff[\xf8\xf9]")
+# How far before the end the last frame may start when STREAMINFO gives no
+# maximum frame size.
+_FLAC_LAST_FRAME = 1 << 20
+
+
+def _crc8(data: bytes) -> int:
+    crc = 0
+    for byte in data:
+        crc = _CRC8[crc ^ byte]
+    return crc
+
+
+def _crc16(data: bytes) -> int:
+    crc = 0
+    for byte in data:
+        crc = ((crc << 8) & 0xFFFF) ^ _CRC16[(crc >> 8) ^ byte]
+    return crc
+
+
+def _flac_frame_header(data: bytes, pos: int) -> bool:
+    """Whether a frame header whose CRC-8 holds starts at ``pos``."""
+    head = data[pos : pos + 16]
+    if len(head) < 6 or head[2] >> 4 == 0 or head[2] & 0xF == 15 or head[3] & 1:
+        return False
+    # The frame number, coded like UTF-8 in one to seven bytes.
+    first = head[4]
+    extra = 0 if first < 0x80 else 7 - (~first & 0xFF).bit_length() if 0xC0 <= first <= 0xFE else -1
+    if extra < 0:
+        return False
+    end = 5 + extra
+    end += {6: 1, 7: 2}.get(head[2] >> 4, 0) + {12: 1, 13: 2, 14: 2}.get(head[2] & 0xF, 0)
+    return end < len(head) and _crc8(head[:end]) == head[end]
 
 
 def _flac(src: Source, budget: Budget) -> list[bytes] | None:
+    """Metadata blocks to scan, once the frames are shown to run to the end.
+
+    Frames carry no length. The first must have a valid header; the last must
+    end the file, its CRC-16 (the file's last two bytes) covering everything
+    from its header on, so bytes appended to the audio are not taken for it.
+    """
     size, pos, out = src.size, 4, []
     first = True
+    max_frame = 0
     while True:
         head = src.read(pos, 4)
         if len(head) < 4:
@@ -502,17 +558,24 @@ def _flac(src: Source, budget: Budget) -> list[bytes] | None:
         end = pos + 4 + length
         if kind == 127 or end > size or (first and (kind != 0 or length != 34)):
             return None
+        if first:
+            max_frame = int.from_bytes(src.read(pos + 11, 3), "big")
         first = False
         if kind not in (0, 3):  # STREAMINFO and SEEKTABLE are numbers
             out.append(src.read(pos + 4, length))
         pos = end
         if last:
             break
-    sync = src.read(pos, 2)
-    # Frames carry no length: the first one's sync code is checked, the rest is audio.
-    if len(sync) < 2 or sync[0] != 0xFF or sync[1] & 0xFE != 0xF8:
+    data = src.whole()
+    if not _flac_frame_header(data, pos):
         return None
-    return out
+    floor = max(pos, size - (max_frame or _FLAC_LAST_FRAME))
+    expected = int.from_bytes(data[-2:], "big")
+    for sync in reversed(list(_FLAC_SYNC.finditer(data, floor, size - 2))):
+        start = sync.start()
+        if _flac_frame_header(data, start) and _crc16(data[start:-2]) == expected:
+            return out
+    return None
 
 
 # -- Ogg: pages of header, segment table and body, chained to the end --
