@@ -174,9 +174,13 @@ def declared_kind(declared: str | None) -> str | None:
         return None if mime in _GENERIC else _LABELS.get(mime, _UNKNOWN)
     if label in _GENERIC:
         return None
-    # A file name (an archive member's may be a path): its extension; a bare
-    # word is a format (``wav``) or an unknown label, which is not agreement.
-    return _LABELS.get(label.rpartition("/")[2].rpartition(".")[2], _UNKNOWN)
+    # A file name (an archive member's may be a path) names its extension's
+    # format; a bare word is a format (``wav``), or a name without an
+    # extension (``blob``, as browsers call uploads), which says nothing.
+    name = label.rpartition("/")[2]
+    if "." not in name:
+        return _LABELS.get(name)
+    return _LABELS.get(name.rpartition(".")[2], _UNKNOWN)
 
 
 def agrees(kind: str, declared: Sequence[str | None]) -> bool:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import gzip
+import io
+import zipfile
 import zlib
 
 import pytest
 
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
+from gateway.wire import archives, nested
+from gateway.wire.base import Segment, Trust
 from gateway.wire.body import decode_content, parse_json, request_segments
+from tests.wire.test_media import jpeg, mp3, png, wav
 
 CHAT = "/v1/chat/completions"
 BODY = b'{"model": "gpt-4o", "messages": [{"role": "user", "content": "hello"}]}'
@@ -225,3 +230,220 @@ def test_a_form_with_too_many_fields_is_refused() -> None:
     with pytest.raises(BadRequest) as info:
         request_segments("/v1/x", "", "application/x-www-form-urlencoded", body)
     assert info.value.code == "invalid_payload"
+
+
+# -- hostile numbers are bad input, not a guard failure --
+
+
+@pytest.mark.parametrize(
+    ("raw", "says"),
+    [
+        pytest.param(b'{"n": ' + b"9" * 5000 + b"}", "too many digits", id="5000-digit integer"),
+        pytest.param(b"-" + b"1" * 4301, "too many digits", id="4301-digit negative"),
+        pytest.param(b'{"t": NaN}', "NaN", id="NaN"),
+        pytest.param(b"[Infinity]", "Infinity", id="Infinity"),
+        pytest.param(b'{"t": -Infinity}', "-Infinity", id="-Infinity"),
+        pytest.param(b'{"t": 1e999}', "infinity", id="1e999"),
+        pytest.param(b"[-1e999]", "infinity", id="-1e999"),
+        pytest.param(b"[" + b"1" * 400 + b".5]", "infinity", id="400-digit float"),
+    ],
+)
+def test_numbers_json_does_not_have_are_invalid_json(raw: bytes, says: str) -> None:
+    with pytest.raises(BadRequest) as info:
+        parse_json(raw)
+    assert info.value.code == "invalid_json"
+    assert says in info.value.message
+    with pytest.raises(BadRequest):
+        request_segments(CHAT, "", "application/json", raw)
+
+
+def test_numbers_json_has_are_read() -> None:
+    assert parse_json(b"[1e308, -0.0, 1e-999, " + b"7" * 4300 + b"]") == [
+        1e308,
+        -0.0,
+        0.0,
+        int("7" * 4300),
+    ]
+
+
+# -- multipart parts and raw bodies are payloads like any other --
+
+ENV = f"GITHUB_TOKEN={TOKEN}\n".encode()
+
+
+def _has_token(texts: dict[str, str]) -> bool:
+    return any(TOKEN in text for text in texts.values())
+
+
+def _file(
+    name: str, data: bytes, content_type: str = "application/octet-stream"
+) -> tuple[str, bytes]:
+    disposition = f'Content-Disposition: form-data; name="file"; filename="{name}"'
+    return (f"{disposition}\r\nContent-Type: {content_type}", data)
+
+
+def _zip(files: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "part",
+    [
+        pytest.param(_file(".env", b"\x00" + ENV * 10), id="leading NUL"),
+        pytest.param(_file(".env", b"\xff" + ENV * 10), id="leading 0xFF"),
+        pytest.param(_file("notes.txt", ENV.decode().encode("utf-16"), "text/plain"), id="UTF-16"),
+        pytest.param(_file("notes.txt", ENV.decode().encode("utf-16-le")), id="UTF-16 no BOM"),
+        pytest.param(_file("conf.zip", _zip({"conf/.env": ENV}), "application/zip"), id="zip"),
+        pytest.param(_file("a.png", png()[:33] + ENV * 10, "image/png"), id="PNG header"),
+        pytest.param(_file("a.png", png() + ENV, "image/png"), id="after a PNG"),
+        pytest.param(_file("a.png", png() + ENV, "text/plain"), id="PNG labelled text"),
+    ],
+)
+def test_text_in_an_uploaded_file_is_found(part: tuple[str, bytes]) -> None:
+    assert _has_token(_texts(_form(part)))
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "content_type"),
+    [
+        ("photo.png", png(), "image/png"),
+        ("photo.jpg", jpeg(), "image/jpeg"),
+        ("voice.wav", wav(), "audio/wav"),
+        ("voice.mp3", mp3(), "audio/mpeg"),
+        ("upload", png(), "application/octet-stream"),
+    ],
+)
+def test_a_real_media_upload_has_no_text_segment(name: str, data: bytes, content_type: str) -> None:
+    assert _texts(_form(_file(name, data, content_type))) == {"form[0](file).filename": name}
+
+
+def test_a_password_field_is_judged_with_its_name() -> None:
+    body = _form(('Content-Disposition: form-data; name="password"', b"hunter2-Blue-42"))
+    assert _texts(body) == {"form[0](password)": "password=hunter2-Blue-42"}
+
+
+def test_preamble_epilogue_and_unknown_headers_are_scanned() -> None:
+    body = _form(
+        (f'Content-Disposition: form-data; name="a"\r\nX-Note: {TOKEN}', b"1"),
+        ('Content-Disposition: form-data; name="b"; note="n"', b"2"),
+    )
+    body = f"preamble {TOKEN}\r\n".encode() + body + f"epilogue {TOKEN}\r\n".encode()
+    texts = _texts(body)
+    assert TOKEN in texts["form.preamble"]
+    assert TOKEN in texts["form.epilogue"]
+    assert texts["form[0](a).headers"] == f"x-note: {TOKEN}"
+    assert texts["form[1](b).headers"] == "note=n"
+
+
+def test_every_spelling_of_a_field_name_is_scanned() -> None:
+    # Parsers differ on whether name or name* wins.
+    body = _form((f"Content-Disposition: form-data; name=\"a\"; name*=utf-8''{TOKEN}", b"1"))
+    texts = _texts(body)
+    assert texts["form[0](a)"] == "a=1"
+    assert texts["form[0](a).name#1"] == TOKEN
+
+
+def test_a_repeated_part_header_is_scanned() -> None:
+    body = _form(
+        (
+            'Content-Disposition: form-data; name="a"\r\n'
+            f'Content-Disposition: form-data; name="{TOKEN}"',
+            b"1",
+        )
+    )
+    assert TOKEN in _texts(body)["form[0](a).headers"]
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param(
+            _form(('Content-Disposition: form-data; name="a"', b"1"))[:-4],
+            id="no closing delimiter",
+        ),
+        pytest.param(
+            b"--" + BOUNDARY.encode() + b"\nContent-Disposition: form-data\n\nx\n", id="bare LF"
+        ),
+        pytest.param(_form(("Content-Disposition form-data", b"1")), id="header without colon"),
+    ],
+)
+def test_a_malformed_form_is_refused(body: bytes) -> None:
+    with pytest.raises(BadRequest) as info:
+        request_segments("/v1/files", "", FORM, body)
+    assert info.value.code == "invalid_multipart"
+
+
+def test_too_many_parts_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gateway.wire import generic
+
+    monkeypatch.setattr(generic, "MAX_SEGMENTS", 10)
+    body = _form(*[('Content-Disposition: form-data; name="a"', b"1")] * 11)
+    with pytest.raises(BadRequest) as info:
+        request_segments("/v1/files", "", FORM, body)
+    assert info.value.code == "invalid_payload"
+
+
+def test_an_unreadable_archive_is_400_and_an_unsupported_one_415() -> None:
+    bomb = gzip.compress(b"\0" * (archives.MAX_EXPANDED + 1))
+    with pytest.raises(BadRequest) as info:
+        request_segments("/v1/files", "", FORM, _form(_file("zeros.gz", bomb)))
+    assert info.value.code == "invalid_payload"
+    seven = b"7z\xbc\xaf\x27\x1c" + ENV
+    with pytest.raises(UnsupportedMedia):
+        request_segments("/v1/files", "", FORM, _form(_file("a.7z", seven)))
+
+
+def test_archive_bounds_hold_across_the_parts_of_a_request() -> None:
+    part = gzip.compress(b"x" * (archives.MAX_EXPANDED // 2 + 1))
+    assert request_segments("/v1/files", "", FORM, _form(_file("a.gz", part)))
+    with pytest.raises(BadRequest):
+        request_segments("/v1/files", "", FORM, _form(_file("a.gz", part), _file("b.gz", part)))
+
+
+def test_text_files_are_read_for_requests_in_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, str, int | None]] = []
+
+    def spy(text: str, path: str, index: int | None) -> list[Segment]:
+        calls.append((text, path, index))
+        return [Segment(f"{path}.line[0]", "user", "nested", Trust.TRUSTED, index)]
+
+    monkeypatch.setattr(nested, "file_segments", spy)
+    line = b'{"custom_id": "1", "method": "POST", "url": "/v1/chat/completions", "body": {}}\n'
+    texts = _texts(
+        _form(('Content-Disposition: form-data; name="purpose"', b"batch"), _file("b.jsonl", line))
+    )
+    assert ("batch", "form[0](purpose)", 0) in calls
+    assert (line.decode(), "form[1](file)", 1) in calls
+    assert texts["form[1](file).line[0]"] == "nested"
+    raw, _ = request_segments(
+        "/v1/uploads", "", "application/jsonl", line.decode().encode("utf-16")
+    )
+    assert (line.decode(), "body", None) in calls
+    assert [s.text for s in raw if s.path == "body"] == [line.decode()]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("text/plain", ENV.decode().encode("utf-16")),
+        ("text/plain", b"\x00" + ENV),
+        (None, b"\xff" + ENV * 3),
+        ("application/jsonl", gzip.compress(ENV)),
+    ],
+)
+def test_raw_text_bodies_are_read_like_files(content_type: str | None, body: bytes) -> None:
+    segments, payload = request_segments("/v1/files", "", content_type, body)
+    assert payload is None
+    assert any(TOKEN in s.text for s in segments)
+
+
+def test_an_untyped_body_is_still_read_as_json_first() -> None:
+    _, payload = request_segments("/v1/x", "", None, b'{"a": "b"}')
+    assert payload == {"a": "b"}
+    segments, payload = request_segments("/v1/x", "", None, b'{"a": NaN}')
+    assert payload is None
+    assert [s.text for s in segments if s.path == "body"] == ['{"a": NaN}']

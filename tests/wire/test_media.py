@@ -378,7 +378,8 @@ def test_every_label_must_agree() -> None:
         ("application/octet-stream", None),
         ("", None),
         ("text/plain", "?"),
-        ("README", "?"),
+        ("notes.env", "?"),
+        ("README", None),
     ],
 )
 def test_declared_kind(label: str, kind: str | None) -> None:
