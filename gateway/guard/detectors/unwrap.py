@@ -440,15 +440,18 @@ def _decoded(
     denied for it whatever they hold.
     """
     items: list[_Item] = []
-    keys: list[str] = []
+    keys: list[_Item] = []  # spans of binary that is a private key, and the key in base64
     _escapes(text, items, keys, result)
     _hex_lists(text, items, keys, result)
     _blocks(text, items, keys, result, img)
-    if not items:
-        return items, keys
+    flagged = sorted(flagged)
+    return _unflagged(items, flagged), [key for *_, key in _unflagged(keys, flagged)]
+
+
+def _unflagged(items: list[_Item], flagged: list[tuple[int, int]]) -> list[_Item]:
+    """The items, in order, without those inside a flagged span or overlapping one before."""
     items.sort()
     kept: list[_Item] = []
-    flagged = sorted(flagged)
     f = 0
     for item in items:
         if kept and item[0] < kept[-1][1]:
@@ -458,7 +461,7 @@ def _decoded(
         if f < len(flagged) and flagged[f][0] <= item[0] and item[1] <= flagged[f][1]:
             continue
         kept.append(item)
-    return kept, keys
+    return kept
 
 
 def _windows(text: str, items: list[_Item]) -> View:
@@ -539,7 +542,7 @@ _HEX_LIST_RE = re.compile(r"0x[0-9A-Fa-f]{2}(?:[ \t]{0,2}[,;:]?[ \t]{0,2}0x[0-9A
 _HEX_PAIR_RE = re.compile(r"0x([0-9A-Fa-f]{2})")
 
 
-def _escapes(text: str, items: list[_Item], keys: list[str], result: Walk) -> None:
+def _escapes(text: str, items: list[_Item], keys: list[_Item], result: Walk) -> None:
     starts: list[int] = []
     for literal, rx in _ESCAPES:
         if literal in text:
@@ -601,7 +604,7 @@ def _u_other(m: re.Match[str]) -> str:
     return chr(cp) if cp < 0x110000 else "\ufffd"
 
 
-def _hex_lists(text: str, items: list[_Item], keys: list[str], result: Walk) -> None:
+def _hex_lists(text: str, items: list[_Item], keys: list[_Item], result: Walk) -> None:
     if "0x" not in text:
         return
     for m in _HEX_LIST_RE.finditer(text):
@@ -644,7 +647,7 @@ _GLUE_RE = re.compile(r"[-_]")
 
 
 def _blocks(
-    text: str, items: list[_Item], keys: list[str], result: Walk, img: bytes | None
+    text: str, items: list[_Item], keys: list[_Item], result: Walk, img: bytes | None
 ) -> None:
     if img is None:
         img = text.encode("ascii", "replace").translate(_IMAGE)
@@ -692,7 +695,7 @@ def _padded(text: str, end: int) -> int:
 
 
 def _block(
-    text: str, lines: list[tuple[int, int]], items: list[_Item], keys: list[str], result: Walk
+    text: str, lines: list[tuple[int, int]], items: list[_Item], keys: list[_Item], result: Walk
 ) -> None:
     """Decode a block whole; failing that, each of its lines long enough to be a run."""
     if len(lines) > 1:
@@ -711,7 +714,7 @@ def _block(
 
 
 def _try_run(
-    run: str, start: int, end: int, items: list[_Item], keys: list[str], result: Walk
+    run: str, start: int, end: int, items: list[_Item], keys: list[_Item], result: Walk
 ) -> bool:
     """Decode one run as hex or base64; True when it was text or a key."""
     if not run.lstrip(_HEX_DIGITS):
@@ -746,14 +749,14 @@ def _b64(run: str, result: Walk) -> bytes | None:
         return None
 
 
-def _found(raw: bytes, start: int, end: int, items: list[_Item], keys: list[str]) -> bool:
+def _found(raw: bytes, start: int, end: int, items: list[_Item], keys: list[_Item]) -> bool:
     """Record decoded bytes as text or as a private key; True when they were either."""
     text = _as_text(raw)
     if text is not None:
         items.append((start, end, text))
         return True
     if is_private_key(raw):
-        keys.append(base64.b64encode(raw).decode("ascii"))
+        keys.append((start, end, base64.b64encode(raw).decode("ascii")))
         return True
     return False
 
@@ -815,11 +818,10 @@ def _tlv(raw: bytes, pos: int) -> _Tlv | None:
 
 
 def _elements(raw: bytes, start: int, end: int, limit: int) -> list[_Tlv]:
-    """Up to ``limit`` elements of a constructed value, as far as ``raw`` holds them whole."""
+    """Up to ``limit`` elements of a constructed value; the last may be cut off with ``raw``."""
     out: list[_Tlv] = []
     pos = start
-    end = min(end, len(raw))
-    while pos < end and len(out) < limit:
+    while pos < min(end, len(raw)) and len(out) < limit:
         el = _tlv(raw, pos)
         if el is None or el[2] > end:
             break
