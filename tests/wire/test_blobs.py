@@ -387,3 +387,9 @@ def test_base64_accepted(text: str, decoded: bytes) -> None:
 @pytest.mark.parametrize("text", ["YWJjZ", "YW=J", "YWJj=", "====", "YWJj!", "ключ"])
 def test_base64_refused(text: str) -> None:
     assert blobs.base64_source(text) is None
+
+
+def test_a_data_url_without_escapes_is_scanned_once() -> None:
+    url = f"data:,token {TOKEN}"
+    assert blobs.data_url_texts(url) == [url]
+    assert blobs.data_url_texts("data:,a%20b") == ["data:,a%20b", "a b"]
