@@ -1,19 +1,24 @@
-"""Anthropic Messages requests (``POST /v1/messages``, ``/v1/messages/count_tokens``).
+"""Anthropic Messages requests (``POST /v1/messages``, ``/v1/messages/count_tokens``),
+and Message Batches (``POST /v1/messages/batches``), whose every request is one.
 
 Read: ``system`` (a string or text blocks, role system) and every message's
 content, a string or blocks: text (citations untrusted), image (URL source),
 document (untrusted: text source, base64 source when it decodes to text, URL
 source, content-block source, title, context), search_result (untrusted), thinking,
 tool_use / server_tool_use / mcp_tool_use (every string of ``input``, keys
-included), tool_result / mcp_tool_result and every server tool result block
+included, secret-named members as pairs, string leaves joined),
+tool_result / mcp_tool_result and every server tool result block
 (untrusted), compaction summaries, MCP tool listings (untrusted). Unknown block
 types are scanned in full as untrusted. Also tool definitions, ``metadata``,
-``stop_sequences``, MCP server definitions and any unknown top-level key.
+``stop_sequences``, MCP server definitions and any unknown top-level key. The
+text blocks of one content list (and of ``system``) are also joined, for a
+token split across them.
 
+OPAQUE (the secret floor only): ids, ``model``, thinking ``signature``,
+``redacted_thinking.data``, web search ``encrypted_content`` and the other
+structural fields of :mod:`gateway.wire.generic`, unless they are known words.
 Skipped: base64 sources whose bytes are binary (images, PDFs; a text document
-sent as base64 is decoded), ``redacted_thinking.data``, and the structural
-fields listed in :mod:`gateway.wire.generic` (which include thinking
-``signature`` and web search ``encrypted_content``).
+sent as base64 is decoded).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from types import MappingProxyType
 from gateway.wire.base import PayloadError, Segment
 from gateway.wire.generic import (
     PLAIN,
+    ROLE_REQUEST,
     ROLE_SYSTEM,
     ROLE_UNKNOWN,
     TRUSTED,
@@ -31,14 +37,18 @@ from gateway.wire.generic import (
     Registry,
     Spec,
     TopHandler,
+    add_nested,
+    add_opaque,
+    join_parts,
     keys,
+    member_path,
     walk_free,
     walk_known,
     walk_message,
     walk_request,
 )
 
-_TOOL_USE = Spec(free=keys("input"))
+_TOOL_USE = Spec(args=keys("input"))
 _TOOL_RESULT = Spec(untrusted=keys("content"), typed=keys("content"))
 _SERVER_RESULT = Spec(untrusted=keys("content"))
 
@@ -52,7 +62,7 @@ _REGISTRY: Registry = MappingProxyType(
         "base64": Spec(base64=keys("data")),
         "search_result": Spec(untrusted=keys("content", "source", "title"), typed=keys("content")),
         "thinking": PLAIN,
-        "redacted_thinking": Spec(skip=keys("data")),
+        "redacted_thinking": Spec(opaque=keys("data")),
         "tool_use": _TOOL_USE,
         "server_tool_use": _TOOL_USE,
         "mcp_tool_use": _TOOL_USE,
@@ -107,7 +117,7 @@ _KNOWN = keys(
     "user_profile_id",
     "workspace_id",
 )
-_SKIP = keys(
+_OPAQUE = keys(
     "container", "inference_geo", "service_tier", "speed", "user_profile_id", "workspace_id"
 )
 _FREE = keys("metadata")
@@ -125,6 +135,8 @@ def _messages(value: object, out: list[Segment]) -> None:
 
 def _system(value: object, out: list[Segment]) -> None:
     walk_known(value, "system", ROLE_SYSTEM, TRUSTED, None, out, 2, _REGISTRY)
+    if isinstance(value, list) and len(value) > 1:
+        join_parts(value, "system", ROLE_SYSTEM, None, out)
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages, "system": _system})
@@ -141,8 +153,44 @@ def segments(payload: object) -> list[Segment]:
         out,
         special=_SPECIAL,
         known=_KNOWN,
-        skip=_SKIP,
+        opaque=_OPAQUE,
         free=_FREE,
         registry=_REGISTRY,
     )
+    return out
+
+
+def batch_segments(payload: object) -> list[Segment]:
+    """``POST /v1/messages/batches``: each ``requests[i].params`` is a messages request.
+
+    Its tool results reach the model when the batch runs, so each is read by
+    the messages adapter here, its paths under ``requests[i].params.``.
+    """
+    if not isinstance(payload, dict):
+        raise PayloadError("message batch request body must be a JSON object")
+    requests = payload.get("requests")
+    if not isinstance(requests, list):
+        raise PayloadError("message batch request needs `requests` as a list")
+    out: list[Segment] = []
+    for position, (key, value) in enumerate(payload.items()):
+        if key == "requests":
+            continue
+        path = member_path(key, position, "", ROLE_UNKNOWN, UNTRUSTED, None, out)
+        walk_free(value, path, ROLE_UNKNOWN, UNTRUSTED, None, out, 2)
+    for i, request in enumerate(requests):
+        if not isinstance(request, dict):
+            raise PayloadError(f"requests[{i}] must be a JSON object")
+        at = f"requests[{i}]."
+        for position, (key, value) in enumerate(request.items()):
+            if key == "params":
+                try:
+                    inner = segments(value)
+                except PayloadError as exc:
+                    raise PayloadError(f"requests[{i}].params: {exc}") from exc
+                add_nested(out, inner, at + "params.")
+            elif key == "custom_id" and isinstance(value, str):
+                add_opaque(out, value, at + key, ROLE_REQUEST, None)
+            else:
+                path = member_path(key, position, at, ROLE_UNKNOWN, UNTRUSTED, None, out)
+                walk_free(value, path, ROLE_UNKNOWN, UNTRUSTED, None, out, 3)
     return out

@@ -1,44 +1,57 @@
 """Every string in any JSON value, and the walking machinery the provider adapters share.
 
 ``segments`` is the adapter for every path without a dedicated one (embeddings,
-moderations, batches, ...): it returns every string with role ``unknown``.
+moderations, ...): it returns every string with role ``unknown``.
 
 The provider adapters describe their typed objects (content parts, blocks,
 items) with a :class:`Spec` per ``type`` and let the walkers here do the rest,
 so a field the SDKs add tomorrow is scanned by default rather than skipped.
 
-What is not a segment, anywhere:
+Every string the client controls leaves the gateway, so every one is a
+segment, with one exception: a member of the fixed vocabulary of the provider
+APIs (:mod:`gateway.wire.vocabulary`: field names, enum values such as
+``auto`` or a registered ``type``, and the known message roles). Such a
+string is a constant of the API and cannot be a secret; leaving it out keeps
+a turn's segment list short. Everything else is scanned:
 
-- string values of :data:`STRUCTURAL` keys in provider-defined objects: enums the
-  provider validates, identifiers, and provider-made ciphertext/signatures. They
-  cannot carry a secret by accident, and their entropy would only feed false
-  positives. In free-form JSON (tool inputs, metadata, unknown keys) nothing is
-  structural.
-- binary payloads: ``data:`` URLs and the base64 fields a Spec names whose
-  decoded bytes are not text (a NUL or invalid UTF-8 in the first 3 KiB), unless
-  they are short (see ``_binary``). The bytes decide, not the declared media
-  type, which is only a label: a ``.env`` sent as ``application/octet-stream``
-  is decoded and scanned, a PNG is not.
-- enum values a Spec names in ``skip`` (``detail``), and empty strings.
+- values of :data:`STRUCTURAL` keys (enums, identifiers, ``model``, provider
+  ciphertext and signatures echoed back) and of keys a Spec names ``opaque``
+  are OPAQUE segments: the secret floor reads them, the injection check does
+  not, since the model does not read them as instructions.
+- object keys outside the vocabulary are OPAQUE segments of their own, or
+  UNTRUSTED where the object came from outside (a tool result), since the
+  model reads those. An unknown role or item type is UNTRUSTED text too: a
+  custom role reaches the chat template.
+- a string member whose key could name a secret (``password``, ``api_key``)
+  is also judged as the pair ``"key": "value"``, so the floor's assignment
+  rules see the name as context; so are ``{"name": ..., "value": ...}``
+  objects, and the members of JSON written inside a string (tool-call
+  ``arguments``), parsed within bounds.
+- a token split across the text parts of one content list, or across the
+  string leaves of one tool call's arguments, is found in one more OPAQUE
+  segment that joins them.
+- binary payloads are skipped: ``data:`` URLs and the base64 fields a Spec
+  names whose decoded bytes are not text (see :mod:`gateway.wire.blobs`).
+  Empty strings are not segments.
 
-Object keys are data in free-form objects. A key of ``[A-Za-z0-9_$-]`` that
-is at most 24 characters, or at most 64 without a digit, is a name and appears
-verbatim in paths. Any other key is scanned as its own segment (path
-``parent.<key#N>``, its value at ``parent.<value#N>``, N its position) and never
-quoted in a path, because paths end up in error messages and logs. Common
-credential formats (OpenAI, Anthropic, GitHub, Slack, Stripe, Google, AWS, JWTs)
-are longer than 24 characters and contain digits or other characters, while
-field names (``acknowledged_safety_checks``) are words; this scans what could
-be a secret without turning every field name into a segment.
+Object keys appear verbatim in paths only when they are field names or plain
+names (:func:`is_plain_key`); any other key is replaced by its position
+(``parent.<value#N>``; the key itself is the segment ``parent.<key#N>``),
+because paths end up in error messages and the audit.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import repeat
+from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
+from typing import TypeGuard
 
-from gateway.wire import blobs
+from gateway.wire import blobs, vocabulary
 from gateway.wire.base import MAX_DEPTH, PayloadError, Segment, Trust
 
 ROLE_UNKNOWN = "unknown"
@@ -48,6 +61,7 @@ ROLE_SYSTEM = "system"
 
 TRUSTED = Trust.TRUSTED
 UNTRUSTED = Trust.UNTRUSTED
+OPAQUE = Trust.OPAQUE
 
 STRUCTURAL = frozenset(
     {
@@ -85,7 +99,7 @@ STRUCTURAL = frozenset(
 )
 
 # Lists of enum values or of names that appear elsewhere as keys (JSON Schema
-# `required`); skipped only when every element is a string.
+# `required`): OPAQUE while every element is a string.
 STRUCTURAL_LISTS = frozenset({"required", "include", "modalities"})
 
 # The roles of the agent and its operator; tool results and unknown roles are untrusted.
@@ -100,6 +114,12 @@ ROLE_TRUST: Mapping[object, Trust] = MappingProxyType(
     }
 )
 
+# Field names of the provider APIs and JSON Schema: the walkers test membership
+# here first, which is most of a key's cost.
+NAMES = vocabulary.NAMES
+# Enum values (and roles) that are left out where a value is an enum or an id.
+WORDS = vocabulary.WORDS | frozenset(k for k in ROLE_TRUST if isinstance(k, str))
+
 # Bounds on what one request can make the adapters allocate: each string is a
 # Segment with its own path, and both grow with the body's shape, not its size.
 # Legitimate requests stay far below: a 2000-message agent conversation with
@@ -110,7 +130,44 @@ _PATH_HEAD = 64
 
 _SHORT_NAME_MAX = 24
 _NAME_MAX = 64
+# Letters and digits this long without a separator are how tokens look (an AWS
+# access key id is 20), not how names do.
+_TOKEN_RUN = 16
 _PLAIN_TABLE = str.maketrans("_-$", "aaa")
+_SEPARATORS = str.maketrans("_-$", "   ")
+
+# JSON inside a string is parsed up to this size and this many strings deep;
+# beyond, the string is still scanned as it was sent.
+_EMBEDDED_MAX = 256 * 1024
+_EMBEDDED_NESTING = 3
+# A joined segment longer than this keeps only the text around each join.
+_JOIN_MAX = 64 * 1024
+_JOIN_WINDOW = 4096
+
+
+def names_secret(key: str) -> bool:
+    """The floor's keyword test: could ``key`` name a secret (``password``, ``apiKey``...)?"""
+    low = key.lower()
+    return (
+        "pass" in low
+        or "pw" in low
+        or "secret" in low
+        or "token" in low
+        or "key" in low
+        or "auth" in low
+        or "cred" in low
+        or "login" in low
+    )
+
+
+# The field names that could name a secret (`prompt_cache_key`, `authorization`), found once.
+SECRET_NAMES = frozenset(name for name in NAMES if names_secret(name))
+
+
+def _named(key: str) -> bool:
+    if key in NAMES:
+        return key in SECRET_NAMES
+    return names_secret(key)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,11 +176,12 @@ class Spec:
 
     # Keys whose subtree came from outside the agent's trust boundary.
     untrusted: frozenset[str] = frozenset()
-    # Keys whose string value is an enum or opaque, never text: skipped. Any
-    # other value there is still walked, so nothing can hide in it.
-    skip: frozenset[str] = frozenset()
-    # Keys whose string value is base64 or a data: URL: scanned decoded when it
-    # is text, skipped when binary, scanned as sent when it is not base64.
+    # Keys whose string value is an enum or opaque (an id, a fingerprint,
+    # ciphertext), never text the model reads: an OPAQUE segment unless it is a
+    # known word. Any other value there is walked normally.
+    opaque: frozenset[str] = frozenset()
+    # Keys whose string value is base64 or a data: URL: scanned as
+    # gateway.wire.blobs reads it (decoded; a real media file but for its metadata).
     base64: frozenset[str] = frozenset()
     # Keys holding free-form JSON (tool inputs, anything typed `object` that came
     # from outside): every string, keys included, nothing structural.
@@ -133,8 +191,12 @@ class Spec:
     typed: frozenset[str] = frozenset()
     # Keys holding an untyped object that needs its own Spec.
     nested: Mapping[str, Spec] = field(default_factory=lambda: _EMPTY_NESTED)
-    # Keys whose list value only restates other fields token by token (logprobs).
-    drop: frozenset[str] = frozenset()
+    # Keys whose list value restates other text token by token (logprobs): one
+    # segment for the whole list rather than one per token.
+    tokens: frozenset[str] = frozenset()
+    # Keys holding a tool call's arguments (free-form JSON, or JSON in a
+    # string); ``arguments`` always does.
+    args: frozenset[str] = frozenset()
 
 
 def keys(*names: str) -> frozenset[str]:
@@ -146,11 +208,13 @@ PLAIN = Spec()
 
 Registry = Mapping[str, Spec]
 
+_ARGUMENTS = "arguments"
+
 
 def segments(payload: object) -> list[Segment]:
     out: list[Segment] = []
     if isinstance(payload, str):
-        add_text(out, payload, "$", ROLE_UNKNOWN, TRUSTED, None)
+        add_string(out, payload, "$", ROLE_UNKNOWN, TRUSTED, None)
     else:
         walk_free(payload, "", ROLE_UNKNOWN, TRUSTED, None, out, 1)
     return out
@@ -231,105 +295,26 @@ def declared_type(obj: Mapping[str, object]) -> str | None:
 
 
 def is_plain_key(key: str) -> bool:
-    """A name that can go in a path verbatim; see the module docstring."""
+    """A name that can go in a path verbatim; see the module docstring.
+
+    ``[A-Za-z0-9_$-]``, at most 64 characters without a digit or 24 with one,
+    and no run of 16 letters and digits between separators when it has one.
+    """
     size = len(key)
     if not 0 < size <= _NAME_MAX or not key.isascii():
         return False
     if not (key.isalnum() or key.translate(_PLAIN_TABLE).isalnum()):
         return False
-    return size <= _SHORT_NAME_MAX or not any(c.isdigit() for c in key)
+    if size < _TOKEN_RUN or not any(c.isdigit() for c in key):
+        return True
+    if size > _SHORT_NAME_MAX:
+        return False
+    return max(map(len, key.translate(_SEPARATORS).split()), default=0) < _TOKEN_RUN
 
 
-# Field names of the provider APIs and JSON Schema, all plain: the walkers test
-# membership here before calling is_plain_key, which is most of a key's cost.
-NAMES = frozenset(
-    {
-        "$defs",
-        "$ref",
-        "action",
-        "additionalProperties",
-        "allOf",
-        "annotations",
-        "anyOf",
-        "arguments",
-        "cache_control",
-        "call_id",
-        "caller",
-        "citations",
-        "const",
-        "content",
-        "context",
-        "custom",
-        "data",
-        "default",
-        "definitions",
-        "description",
-        "detail",
-        "encrypted_content",
-        "enum",
-        "examples",
-        "file",
-        "file_data",
-        "file_id",
-        "file_url",
-        "filename",
-        "format",
-        "function",
-        "function_call",
-        "headers",
-        "id",
-        "image_url",
-        "input",
-        "input_audio",
-        "input_schema",
-        "is_error",
-        "items",
-        "json_schema",
-        "logprobs",
-        "maxItems",
-        "maxLength",
-        "maximum",
-        "media_type",
-        "metadata",
-        "minItems",
-        "minLength",
-        "minimum",
-        "mode",
-        "model",
-        "name",
-        "namespace",
-        "nullable",
-        "oneOf",
-        "output",
-        "parameters",
-        "pattern",
-        "phase",
-        "prompt_cache_breakpoint",
-        "properties",
-        "query",
-        "reasoning_content",
-        "refusal",
-        "required",
-        "results",
-        "role",
-        "schema",
-        "server_label",
-        "signature",
-        "source",
-        "status",
-        "strict",
-        "summary",
-        "text",
-        "thinking",
-        "title",
-        "tool_call_id",
-        "tool_calls",
-        "tool_use_id",
-        "ttl",
-        "type",
-        "url",
-    }
-)
+def _key_trust(trust: Trust) -> Trust:
+    # The model reads the keys of what came from outside like the rest of it.
+    return UNTRUSTED if trust is UNTRUSTED else OPAQUE
 
 
 def member_path(
@@ -343,19 +328,328 @@ def member_path(
 ) -> str:
     """The path of the member ``key`` at ``position`` under ``prefix`` (a path and a dot, or "").
 
-    A key that is not a plain name is scanned as text and replaced by its position.
+    A key outside the vocabulary is scanned as its own segment; one that is not
+    a plain name is replaced by its position in the path.
     """
-    if key in NAMES or is_plain_key(key):
+    if key in NAMES:
         return prefix + key
-    add_text(out, key, f"{prefix}<key#{position}>", role, trust, index)
+    add_text(out, key, f"{prefix}<key#{position}>", role, _key_trust(trust), index)
+    if is_plain_key(key):
+        return prefix + key
     return f"{prefix}<value#{position}>"
 
 
-def is_words(value: object) -> bool:
-    """A string or a list of strings: the shape of an enum-valued parameter."""
+def add_pair(
+    out: list[Segment], key: str, value: str, path: str, role: str, index: int | None
+) -> None:
+    """``key: value`` as one text, so the floor judges the value with its name as context."""
+    text = encode_basestring_ascii(key) + ": " + encode_basestring_ascii(value)
+    _append(out, text, path + "(pair)", role, OPAQUE, index)
+
+
+_NAME_KEYS = ("name", "key", "Name", "Key")
+
+
+def _add_named_value(
+    obj: Mapping[str, object], path: str, role: str, index: int | None, out: list[Segment]
+) -> None:
+    """``{"name": "DB_PASSWORD", "value": ...}`` (env lists, headers, tags) is a pair too."""
+    value = obj.get("value", obj.get("Value"))
+    if not isinstance(value, str) or not value:
+        return
+    for name_key in _NAME_KEYS:
+        name = obj.get(name_key)
+        if isinstance(name, str) and name and names_secret(name):
+            add_pair(out, name, value, path, role, index)
+            return
+
+
+def add_joined(
+    out: list[Segment], pieces: list[str], path: str, role: str, index: int | None
+) -> None:
+    """One OPAQUE segment of ``pieces`` joined, for a token split across them."""
+    if len(pieces) < 2:
+        return
+    text = "".join(pieces)
+    if len(text) > _JOIN_MAX:
+        text = _around_joins(pieces, text)
+    _append(out, text, path, role, OPAQUE, index)
+
+
+def _around_joins(pieces: list[str], joined: str) -> str:
+    """The text within a window of each join, overlapping windows merged.
+
+    A split token spans a join, and no token is longer than the window, so
+    the rest of a long text adds nothing its own segments do not have.
+    """
+    regions: list[list[int]] = []
+    at = 0
+    for piece in pieces[:-1]:
+        at += len(piece)
+        start = max(at - _JOIN_WINDOW, 0)
+        if regions and start <= regions[-1][1]:
+            regions[-1][1] = at + _JOIN_WINDOW
+        else:
+            regions.append([start, at + _JOIN_WINDOW])
+    return "\n".join(joined[start:end] for start, end in regions)
+
+
+def _strings(value: object, into: list[str], depth: int, *, with_keys: bool) -> None:
+    """Every string in ``value`` in order, object keys outside NAMES too when ``with_keys``."""
     if isinstance(value, str):
-        return True
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+        if value:
+            into.append(value)
+    elif isinstance(value, dict):
+        if depth > MAX_DEPTH:
+            raise too_deep()
+        for key, item in value.items():
+            if with_keys and key and key not in NAMES:
+                into.append(key)
+            _strings(item, into, depth + 1, with_keys=with_keys)
+    elif isinstance(value, list):
+        if depth > MAX_DEPTH:
+            raise too_deep()
+        for item in value:
+            _strings(item, into, depth + 1, with_keys=with_keys)
+
+
+def add_nested(
+    out: list[Segment], inner: list[Segment], prefix: str, index: int | None = None
+) -> None:
+    """The segments of a request inside this one, their paths under ``prefix``.
+
+    ``index``, when given, stands in for an inner segment that has none.
+    """
+    if len(out) + len(inner) > MAX_SEGMENTS:
+        raise PayloadError(f"request body has more than {MAX_SEGMENTS} text fields")
+    for segment in inner:
+        segment.path = prefix + segment.path if segment.path != "$" else prefix.rstrip(".")
+        if segment.index is None:
+            segment.index = index
+    out.extend(inner)
+
+
+def add_opaque(out: list[Segment], value: str, path: str, role: str, index: int | None) -> None:
+    """An enum value or an identifier: an OPAQUE segment unless it is a known word."""
+    if value and value not in WORDS:
+        _append(out, value, path, role, OPAQUE, index)
+
+
+def _add_words(
+    out: list[Segment], value: str | list[str], path: str, role: str, index: int | None
+) -> None:
+    """Enum values or names: OPAQUE segments, each unless it is in the vocabulary."""
+    if isinstance(value, str):
+        if value and value not in WORDS and value not in NAMES:
+            _append(out, value, path, role, OPAQUE, index)
+        return
+    for i, word in enumerate(value):
+        if word and word not in WORDS and word not in NAMES:
+            _append(out, word, f"{path}[{i}]", role, OPAQUE, index)
+
+
+def _add_tokens(
+    out: list[Segment], value: list[object], path: str, role: str, index: int | None, depth: int
+) -> None:
+    """Logprobs: the tokens joined (the text again, so a token split across them is
+    whole), then every other string, one per line."""
+    tokens: list[str] = []
+    rest: list[str] = []
+    for entry in value:
+        if isinstance(entry, dict):
+            for key, item in entry.items():
+                if key == "token" and isinstance(item, str):
+                    tokens.append(item)
+                else:
+                    if key not in NAMES and key:
+                        rest.append(key)
+                    _strings(item, rest, depth + 1, with_keys=True)
+        else:
+            _strings(entry, rest, depth + 1, with_keys=True)
+    text = "\n".join(["".join(tokens), *rest]).strip("\n")
+    if text:
+        _append(out, text, path, role, OPAQUE, index)
+
+
+# -- JSON written inside a string --
+
+
+class _Members(list[tuple[str, object]]):
+    """A JSON object parsed as its members in order, duplicate keys kept."""
+
+
+# Members rather than a dict: with a duplicate key the tool may read either
+# value, so both are judged (and building them is faster than a dict). The
+# scanner itself, without decode()'s whitespace handling, halves a parse.
+# (typeshed does not declare the decoder's scanner attribute.)
+_SCAN: Callable[[str, int], tuple[object, int]]
+_SCAN = json.JSONDecoder(object_pairs_hook=_Members).scan_once  # type: ignore[attr-defined]
+_JSON_START = re.compile(r"\s*[\[{]")
+_JSON_HEADS = frozenset("{[ \t\n\r")
+
+
+def _parse(text: str) -> list[object] | None:
+    """An object (as its members) or an array written in ``text``, or None."""
+    start = 0
+    if text[0] != "{" and text[0] != "[":
+        match = _JSON_START.match(text)
+        if match is None:
+            return None
+        start = match.end() - 1
+    try:
+        value, end = _SCAN(text, start)
+    except (ValueError, StopIteration, RecursionError):
+        return None
+    if end != len(text) and not text[end:].isspace():
+        return None
+    return value if isinstance(value, list) else None
+
+
+def _leaves(value: list[object], into: list[str], depth: int) -> None:
+    """The non-empty strings of parsed JSON, in order, without its keys."""
+    if depth > MAX_DEPTH:
+        return
+    if isinstance(value, _Members):
+        for _, item in value:
+            if type(item) is str:
+                if item:
+                    into.append(item)
+            elif isinstance(item, list):
+                _leaves(item, into, depth + 1)
+        return
+    for item in value:
+        if type(item) is str:
+            if item:
+                into.append(item)
+        elif isinstance(item, list):
+            _leaves(item, into, depth + 1)
+
+
+def _hides_text(text: str) -> bool:
+    # Only these escapes can hide the characters of a name or a token from a
+    # scan of the raw text; \n, \t, \" and \\ cannot join what they separate.
+    return "\\" in text and ("\\u" in text or "\\/" in text)
+
+
+def _worth_parsing(text: str) -> bool:
+    """Could parsing ``text`` show the floor anything its raw form does not?
+
+    Only when a key could name a secret (its name is then in the raw text,
+    unless escaped) or an escape hides characters.
+    """
+    return _hides_text(text) or names_secret(text)
+
+
+def add_string(
+    out: list[Segment], text: str, path: str, role: str, trust: Trust, index: int | None
+) -> None:
+    """A string value: its text, and the members of any JSON object or array written in it."""
+    add_text(out, text, path, role, trust, index)
+    if text[:1] in _JSON_HEADS and len(text) <= _EMBEDDED_MAX and _worth_parsing(text):
+        _embedded(out, text, path, role, trust, index, _EMBEDDED_NESTING, None)
+
+
+def add_arguments(
+    out: list[Segment],
+    value: object,
+    path: str,
+    role: str,
+    trust: Trust,
+    index: int | None,
+    depth: int,
+) -> None:
+    """A tool call's arguments: JSON in a string (chat, Responses) or an object (Anthropic).
+
+    Besides the text and any secret-named members, the string leaves joined
+    in one segment: a token split across two arguments is whole there.
+    """
+    if isinstance(value, str):
+        add_text(out, value, path, role, trust, index)
+        if value[:1] in _JSON_HEADS and len(value) <= _EMBEDDED_MAX:
+            if _worth_parsing(value):
+                _embedded(out, value, path, role, trust, index, _EMBEDDED_NESTING, [])
+            else:
+                # The common case: no member to judge, only the leaves to join.
+                parsed = _parse(value)
+                if parsed is not None:
+                    leaves: list[str] = []
+                    _leaves(parsed, leaves, 1)
+                    add_joined(out, leaves, path + "(joined)", role, index)
+        return
+    walk_free(value, path, role, trust, index, out, depth)
+    if isinstance(value, dict | list):
+        strings: list[str] = []
+        _strings(value, strings, depth, with_keys=False)
+        add_joined(out, strings, path + "(joined)", role, index)
+
+
+def _embedded(
+    out: list[Segment],
+    text: str,
+    path: str,
+    role: str,
+    trust: Trust,
+    index: int | None,
+    nesting: int,
+    leaves: list[str] | None,
+) -> None:
+    parsed = _parse(text)
+    if parsed is None:
+        # Not JSON after all: plain text, scanned as such.
+        return
+    decoded: list[str] | None = [] if _hides_text(text) else None
+    _walk_parsed(parsed, path, role, trust, index, out, 1, nesting, leaves, decoded)
+    if decoded:
+        # What the escapes spelled, one string per line, for the floor (and,
+        # for text from outside, the injection check) to read.
+        _append(out, "\n".join(decoded), path + "(decoded)", role, _key_trust(trust), index)
+    if leaves is not None:
+        add_joined(out, leaves, path + "(joined)", role, index)
+
+
+def _walk_parsed(
+    value: list[object],
+    path: str,
+    role: str,
+    trust: Trust,
+    index: int | None,
+    out: list[Segment],
+    depth: int,
+    nesting: int,
+    leaves: list[str] | None,
+    decoded: list[str] | None,
+) -> None:
+    """Judge the members of parsed JSON; ``leaves`` and ``decoded`` collect its strings."""
+    if depth > MAX_DEPTH:
+        # Deeper structure stays covered by the raw text's own segment.
+        return
+    entries: Iterable[tuple[str | None, object]]
+    entries = value if isinstance(value, _Members) else zip(repeat(None), value)
+    has_value = False
+    for key, item in entries:
+        if key is not None:
+            if decoded is not None:
+                decoded.append(key)
+            if key == "value" or key == "Value":
+                has_value = True
+        if isinstance(item, str):
+            if not item:
+                continue
+            if leaves is not None:
+                leaves.append(item)
+            if decoded is not None:
+                decoded.append(item)
+            if key is not None and _named(key):
+                add_pair(out, key, item, path, role, index)
+            if nesting > 1 and item[0] in _JSON_HEADS and _worth_parsing(item):
+                _embedded(out, item, path, role, trust, index, nesting - 1, None)
+        elif isinstance(item, list):
+            _walk_parsed(item, path, role, trust, index, out, depth + 1, nesting, leaves, decoded)
+    if has_value and isinstance(value, _Members):
+        _add_named_value(dict(value), path, role, index, out)
+
+
+# -- the walkers --
 
 
 def walk_free(
@@ -369,7 +663,7 @@ def walk_free(
 ) -> None:
     """Every string in ``value``, keys included (see the module docstring)."""
     if isinstance(value, str):
-        add_text(out, value, path, role, trust, index)
+        add_string(out, value, path, role, trust, index)
     elif isinstance(value, dict):
         free_members(value, path, role, trust, index, out, depth, skip_type=False)
     elif isinstance(value, list):
@@ -378,7 +672,7 @@ def walk_free(
         path = _bounded(path)
         for i, item in enumerate(value):
             if isinstance(item, str):
-                add_text(out, item, f"{path}[{i}]", role, trust, index)
+                add_string(out, item, f"{path}[{i}]", role, trust, index)
             elif isinstance(item, dict | list):
                 walk_free(item, f"{path}[{i}]", role, trust, index, out, depth + 1)
 
@@ -394,22 +688,31 @@ def free_members(
     *,
     skip_type: bool,
 ) -> None:
+    """The members of a free-form object; ``skip_type``: the object is of an unknown
+    type, whose ``type`` is left out only when it is a known word."""
     if depth > MAX_DEPTH:
         raise too_deep()
     prefix = f"{_bounded(path)}." if path else ""
     for position, (key, value) in enumerate(obj.items()):
+        child = (
+            prefix + key
+            if key in NAMES
+            else member_path(key, position, prefix, role, trust, index, out)
+        )
         if isinstance(value, str):
-            # The discriminator of an unknown type names it; anything else is text.
-            if value and not (skip_type and key == "type" and is_plain_key(value)):
-                child = member_path(key, position, prefix, role, trust, index, out)
-                add_text(out, value, child, role, trust, index)
+            if not value:
                 continue
+            if skip_type and key == "type":
+                if value not in WORDS:
+                    add_text(out, value, child, role, trust, index)
+                continue
+            add_string(out, value, child, role, trust, index)
+            if _named(key):
+                add_pair(out, key, value, child, role, index)
         elif isinstance(value, dict | list):
-            child = member_path(key, position, prefix, role, trust, index, out)
             walk_free(value, child, role, trust, index, out, depth + 1)
-            continue
-        if key not in NAMES and not is_plain_key(key):
-            member_path(key, position, prefix, role, trust, index, out)
+    if "value" in obj or "Value" in obj:
+        _add_named_value(obj, _bounded(path) or "$", role, index, out)
 
 
 def walk_known(
@@ -424,7 +727,7 @@ def walk_known(
 ) -> None:
     """Walk provider-defined JSON: objects with a registered ``type`` use its Spec."""
     if isinstance(value, str):
-        add_text(out, value, path, role, trust, index)
+        add_string(out, value, path, role, trust, index)
     elif isinstance(value, dict):
         kind = value.get("type")
         spec = registry.get(kind, PLAIN) if isinstance(kind, str) else PLAIN
@@ -435,7 +738,7 @@ def walk_known(
         path = _bounded(path)
         for i, item in enumerate(value):
             if isinstance(item, str):
-                add_text(out, item, f"{path}[{i}]", role, trust, index)
+                add_string(out, item, f"{path}[{i}]", role, trust, index)
             elif isinstance(item, dict | list):
                 walk_known(item, f"{path}[{i}]", role, trust, index, out, depth + 1, registry)
 
@@ -464,19 +767,20 @@ def walk_typed(
             if (
                 len(value) == 2
                 and isinstance(text, str)
-                and "text" not in spec.skip
+                and "text" not in spec.opaque
                 and "text" not in spec.base64
                 and "text" not in spec.untrusted
             ):
                 if depth > MAX_DEPTH:
                     raise too_deep()
-                add_text(out, text, path + ".text", role, trust, index)
+                if text:
+                    add_string(out, text, path + ".text", role, trust, index)
             else:
                 walk_spec(value, spec, path, role, trust, index, out, depth, registry)
         else:
             free_members(value, path, role, UNTRUSTED, index, out, depth, skip_type=True)
     elif isinstance(value, str):
-        add_text(out, value, path, role, trust, index)
+        add_string(out, value, path, role, trust, index)
     else:
         walk_free(value, path, role, UNTRUSTED, index, out, depth)
 
@@ -495,28 +799,38 @@ def walk_spec(
     if depth > MAX_DEPTH:
         raise too_deep()
     prefix = _bounded(path) + "."
-    skip = spec.skip
+    opaque = spec.opaque
     untrusted = spec.untrusted
     for position, (key, value) in enumerate(obj.items()):
+        key_trust = UNTRUSTED if key in untrusted else trust
+        child = (
+            prefix + key
+            if key in NAMES
+            else member_path(key, position, prefix, role, key_trust, index, out)
+        )
         if isinstance(value, str):
-            if key in STRUCTURAL:
+            if not value:
                 continue
-            if value and key not in skip:
-                key_trust = UNTRUSTED if key in untrusted else trust
-                child = member_path(key, position, prefix, role, key_trust, index, out)
-                if key in spec.base64:
-                    add_base64(out, value, child, role, key_trust, index, declared_type(obj))
-                else:
-                    add_text(out, value, child, role, key_trust, index)
+            if key in STRUCTURAL or key in opaque:
+                if value not in WORDS and value not in registry:
+                    _append(out, value, child, role, OPAQUE, index)
                 continue
+            if key in spec.base64:
+                add_base64(out, value, child, role, key_trust, index, declared_type(obj))
+            elif key == _ARGUMENTS or key in spec.args:
+                add_arguments(out, value, child, role, key_trust, index, depth + 1)
+            else:
+                add_string(out, value, child, role, key_trust, index)
+            if _named(key):
+                add_pair(out, key, value, child, role, index)
         elif isinstance(value, dict | list):
-            if key in STRUCTURAL_LISTS and is_words(value):
-                continue
-            if key in spec.drop and isinstance(value, list):
-                continue
-            key_trust = UNTRUSTED if key in untrusted else trust
-            child = member_path(key, position, prefix, role, key_trust, index, out)
-            if key in spec.free:
+            if key in STRUCTURAL_LISTS and isinstance(value, list) and is_words(value):
+                _add_words(out, value, child, role, index)
+            elif key in spec.tokens and isinstance(value, list):
+                _add_tokens(out, value, child, role, index, depth + 1)
+            elif key == _ARGUMENTS or key in spec.args:
+                add_arguments(out, value, child, role, key_trust, index, depth + 1)
+            elif key in spec.free:
                 walk_free(value, child, role, key_trust, index, out, depth + 1)
             elif key in spec.typed:
                 _walk_typed_member(value, child, role, key_trust, index, out, depth + 1, registry)
@@ -526,9 +840,8 @@ def walk_spec(
                     walk_spec(value, sub, child, role, key_trust, index, out, depth + 1, registry)
                 else:
                     walk_known(value, child, role, key_trust, index, out, depth + 1, registry)
-            continue
-        if key not in NAMES and not is_plain_key(key):
-            member_path(key, position, prefix, role, trust, index, out)
+    if "value" in obj or "Value" in obj:
+        _add_named_value(obj, path, role, index, out)
 
 
 def _walk_typed_member(
@@ -549,20 +862,41 @@ def _walk_typed_member(
     path = _bounded(path)
     for i, item in enumerate(value):
         walk_typed(item, f"{path}[{i}]", role, trust, index, out, depth + 1, registry)
+    if len(value) > 1:
+        join_parts(value, path, role, index, out)
+
+
+def join_parts(
+    parts: list[object], path: str, role: str, index: int | None, out: list[Segment]
+) -> None:
+    """The texts of a content list's parts joined: a token split across parts is whole."""
+    texts: list[str] = []
+    for part in parts:
+        text = part.get("text") if isinstance(part, dict) else part
+        if isinstance(text, str) and text:
+            texts.append(text)
+    add_joined(out, texts, path + "(joined)", role, index)
+
+
+def is_words(value: object) -> TypeGuard[str | list[str]]:
+    """A string or a list of strings: the shape of an enum-valued parameter."""
+    if isinstance(value, str):
+        return True
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
 def message_role(role: object) -> tuple[str, Trust]:
     """The Segment role and trust for a message's ``role`` value.
 
-    Only the agent's own roles are trusted: tool/function/ipython messages and
-    roles this gateway does not know may carry content from outside.
+    Only the agent's own roles are trusted: tool/function messages and roles
+    this gateway does not know may carry content from outside. The label is
+    always one of the adapters' own, never the client's value, since labels
+    are shown in errors and the audit.
     """
-    if isinstance(role, str):
-        trust = ROLE_TRUST.get(role)
-        if trust is not None:
-            return role, trust
-        if is_plain_key(role):
-            return role, UNTRUSTED
+    trust = ROLE_TRUST.get(role) if isinstance(role, str) else None
+    if trust is not None:
+        assert isinstance(role, str)
+        return role, trust
     return ROLE_UNKNOWN, UNTRUSTED
 
 
@@ -577,28 +911,31 @@ def walk_message(
     """A chat-style message: ``role``, ``content`` (a string or typed parts), extras."""
     if depth > MAX_DEPTH:
         raise too_deep()
-    raw_role = msg.get("role")
-    role, trust = message_role(raw_role)
-    if isinstance(raw_role, str) and role == ROLE_UNKNOWN:
-        add_text(out, raw_role, f"{path}.role", role, trust, index)
-    prefix = _bounded(path) + "."
+    role, trust = message_role(msg.get("role"))
+    prefix = f"{_bounded(path)}." if path else ""
     for position, (key, value) in enumerate(msg.items()):
+        child = (
+            prefix + key
+            if key in NAMES
+            else member_path(key, position, prefix, role, trust, index, out)
+        )
         if isinstance(value, str):
-            if key in STRUCTURAL:
+            if not value:
                 continue
-            if value:
-                child = member_path(key, position, prefix, role, trust, index, out)
-                add_text(out, value, child, role, trust, index)
-                continue
+            if key == "role":
+                # An unknown role is text the chat template shows the model.
+                if role == ROLE_UNKNOWN:
+                    add_text(out, value, child, role, UNTRUSTED, index)
+            elif key in STRUCTURAL:
+                add_opaque(out, value, child, role, index)
+            else:
+                add_string(out, value, child, role, trust, index)
+                if _named(key):
+                    add_pair(out, key, value, child, role, index)
         elif isinstance(value, list) and key == "content":
-            _walk_typed_member(value, prefix + key, role, trust, index, out, depth + 1, registry)
-            continue
+            _walk_typed_member(value, child, role, trust, index, out, depth + 1, registry)
         elif isinstance(value, dict | list):
-            child = member_path(key, position, prefix, role, trust, index, out)
             walk_known(value, child, role, trust, index, out, depth + 1, registry)
-            continue
-        if key not in NAMES and not is_plain_key(key):
-            member_path(key, position, prefix, role, trust, index, out)
 
 
 TopHandler = Callable[[object, list[Segment]], None]
@@ -610,14 +947,14 @@ def walk_request(
     *,
     special: Mapping[str, TopHandler],
     known: frozenset[str],
-    skip: frozenset[str],
+    opaque: frozenset[str],
     free: frozenset[str],
     registry: Registry,
 ) -> None:
     """The top level of a request body.
 
     ``special`` keys have their own handler; other ``known`` keys are request
-    parameters (``skip``: enum- or id-valued, ``free``: free-form JSON); unknown
+    parameters (``opaque``: enum- or id-valued, ``free``: free-form JSON); unknown
     keys are vendor extensions of unknown provenance (e.g. RAG ``documents``),
     scanned in full as untrusted.
     """
@@ -626,18 +963,30 @@ def walk_request(
         if handler is not None:
             handler(value, out)
             continue
-        if isinstance(value, str | dict | list):
-            if key in known:
-                if (key in skip or key in STRUCTURAL or key in STRUCTURAL_LISTS) and is_words(
-                    value
-                ):
-                    continue
-                if key in free:
-                    walk_free(value, key, ROLE_REQUEST, TRUSTED, None, out, 2)
-                else:
-                    walk_known(value, key, ROLE_REQUEST, TRUSTED, None, out, 2, registry)
+        if key not in known:
+            path = member_path(key, position, "", ROLE_UNKNOWN, UNTRUSTED, None, out)
+            if isinstance(value, str):
+                if value:
+                    add_string(out, value, path, ROLE_UNKNOWN, UNTRUSTED, None)
+                    if _named(key):
+                        add_pair(out, key, value, path, ROLE_UNKNOWN, None)
             else:
-                path = member_path(key, position, "", ROLE_UNKNOWN, UNTRUSTED, None, out)
                 walk_free(value, path, ROLE_UNKNOWN, UNTRUSTED, None, out, 2)
-        elif key not in NAMES and not is_plain_key(key):
-            member_path(key, position, "", ROLE_UNKNOWN, UNTRUSTED, None, out)
+            continue
+        enum = key in opaque or key in STRUCTURAL or key in STRUCTURAL_LISTS
+        if isinstance(value, str):
+            if not value:
+                continue
+            if enum:
+                _add_words(out, value, key, ROLE_REQUEST, None)
+                continue
+            add_string(out, value, key, ROLE_REQUEST, TRUSTED, None)
+            if _named(key):
+                add_pair(out, key, value, key, ROLE_REQUEST, None)
+        elif isinstance(value, dict | list):
+            if enum and isinstance(value, list) and is_words(value):
+                _add_words(out, value, key, ROLE_REQUEST, None)
+            elif key in free:
+                walk_free(value, key, ROLE_REQUEST, TRUSTED, None, out, 2)
+            else:
+                walk_known(value, key, ROLE_REQUEST, TRUSTED, None, out, 2, registry)

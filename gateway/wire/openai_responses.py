@@ -2,23 +2,28 @@
 and the items of the Conversations API.
 
 Read: ``instructions`` (role system); ``input`` as a string (role user) or as a
-list of items. Message items (easy or full, any role) use the message's role;
-every other item uses its ``type`` as the role. Calls the model made (function,
-custom tool, computer, shell, apply_patch, MCP arguments, reasoning summaries)
-are trusted; what came back from outside (function/custom tool outputs, shell
-and computer outputs, file search results, code interpreter outputs, MCP
-outputs and tool listings, tool search outputs) is untrusted. Unknown item
-types are scanned in full as untrusted.
+list of items. Message items (easy or full, any known role) use the message's
+role; every other registered item uses its ``type`` as the role, and an
+unknown item type is labelled ``unknown`` (its value scanned as text). Calls
+the model made (function, custom tool, computer, shell, apply_patch, MCP
+arguments, reasoning summaries) are trusted; what came back from outside
+(function/custom tool outputs, shell and computer outputs, file search
+results, code interpreter outputs, MCP outputs and tool listings, tool search
+outputs) is untrusted. Unknown item types are scanned in full as untrusted.
+``arguments`` of every call are also read as JSON: secret-named members as
+pairs, string leaves joined. The text parts of one content list are joined.
 
 Also read: tool definitions, ``tool_choice``, ``metadata``, ``prompt.variables``,
 ``text.format`` schemas, and any unknown top-level key.
 
-Skipped: base64 payloads whose bytes are binary (``input_audio.data``,
-``input_file.file_data``, image data: URLs, ``image_generation_call.result``;
-a text file is decoded and scanned, untrusted), a program's ``fingerprint``,
-``output_text.logprobs`` (the same text, token by token), and the structural
-fields listed in :mod:`gateway.wire.generic` (which include reasoning and
-compaction ``encrypted_content``).
+OPAQUE (the secret floor only): ids, ``model``, ``previous_response_id``,
+``conversation``, reasoning and compaction ``encrypted_content``, a program's
+``fingerprint``, ``detail``, ``include`` and the other enum-valued fields,
+unless they are known words; ``output_text.logprobs`` as one segment (the
+same text, token by token). Skipped: base64 payloads whose bytes are binary
+(``input_audio.data``, ``input_file.file_data``, image data: URLs,
+``image_generation_call.result``; a text file is decoded and scanned,
+untrusted).
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from types import MappingProxyType
 from gateway.wire.base import PayloadError, Segment
 from gateway.wire.generic import (
     PLAIN,
-    ROLE_REQUEST,
     ROLE_SYSTEM,
     ROLE_UNKNOWN,
     TRUSTED,
@@ -37,11 +41,10 @@ from gateway.wire.generic import (
     Registry,
     Spec,
     TopHandler,
-    add_text,
+    add_string,
     free_members,
-    is_plain_key,
+    join_parts,
     keys,
-    member_path,
     walk_free,
     walk_known,
     walk_message,
@@ -57,11 +60,11 @@ _REGISTRY: Registry = MappingProxyType(
     {
         # content parts
         "input_text": PLAIN,
-        "output_text": Spec(untrusted=keys("annotations"), drop=keys("logprobs")),
+        "output_text": Spec(untrusted=keys("annotations"), tokens=keys("logprobs")),
         "refusal": PLAIN,
-        "input_image": Spec(skip=keys("detail")),
+        "input_image": Spec(opaque=keys("detail")),
         "input_file": Spec(
-            base64=keys("file_data"), skip=keys("detail"), untrusted=keys("file_data")
+            base64=keys("file_data"), opaque=keys("detail"), untrusted=keys("file_data")
         ),
         "input_audio": Spec(nested=MappingProxyType({"input_audio": Spec(base64=keys("data"))})),
         # items the model produced
@@ -77,9 +80,10 @@ _REGISTRY: Registry = MappingProxyType(
         "apply_patch_call": PLAIN,
         "mcp_approval_request": PLAIN,
         "mcp_approval_response": PLAIN,
-        "tool_search_call": Spec(free=keys("arguments")),
+        # `arguments`, JSON text or an object, is always read as a tool call's.
+        "tool_search_call": PLAIN,
         "image_generation_call": Spec(base64=keys("result")),
-        "program": Spec(skip=keys("fingerprint")),
+        "program": Spec(opaque=keys("fingerprint")),
         "additional_tools": PLAIN,
         "configuration_update": PLAIN,
         "item_reference": PLAIN,
@@ -136,7 +140,7 @@ _KNOWN = keys(
     "truncation",
     "user",
 )
-_SKIP = keys(
+_OPAQUE = keys(
     "conversation",
     "previous_response_id",
     "prompt_cache_retention",
@@ -145,6 +149,7 @@ _SKIP = keys(
     "truncation",
 )
 _FREE = keys("metadata")
+_CONVERSATION_KNOWN = keys("items", "metadata")
 
 
 def _items(items: list[object], out: list[Segment], name: str = "input") -> None:
@@ -163,8 +168,7 @@ def _items(items: list[object], out: list[Segment], name: str = "input") -> None
             continue
         spec = _REGISTRY.get(kind) if isinstance(kind, str) else None
         if spec is None:
-            role = kind if isinstance(kind, str) and is_plain_key(kind) else ROLE_UNKNOWN
-            free_members(item, path, role, UNTRUSTED, i, out, 3, skip_type=True)
+            free_members(item, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3, skip_type=True)
         else:
             assert isinstance(kind, str)
             walk_spec(item, spec, path, kind, TRUSTED, i, out, 3, _REGISTRY)
@@ -172,13 +176,15 @@ def _items(items: list[object], out: list[Segment], name: str = "input") -> None
 
 def _input(value: object, out: list[Segment]) -> None:
     if isinstance(value, str):
-        add_text(out, value, "input", "user", TRUSTED, None)
+        add_string(out, value, "input", "user", TRUSTED, None)
     elif isinstance(value, list):
         _items(value, out)
 
 
 def _instructions(value: object, out: list[Segment]) -> None:
     walk_known(value, "instructions", ROLE_SYSTEM, TRUSTED, None, out, 2, _REGISTRY)
+    if isinstance(value, list) and len(value) > 1:
+        join_parts(value, "instructions", ROLE_SYSTEM, None, out)
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType(
@@ -198,11 +204,19 @@ def segments(payload: object) -> list[Segment]:
         out,
         special=_SPECIAL,
         known=_KNOWN,
-        skip=_SKIP,
+        opaque=_OPAQUE,
         free=_FREE,
         registry=_REGISTRY,
     )
     return out
+
+
+def _conversation_items(value: object, out: list[Segment]) -> None:
+    assert isinstance(value, list)  # checked by conversation_segments()
+    _items(value, out, "items")
+
+
+_CONVERSATION_SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"items": _conversation_items})
 
 
 def conversation_segments(payload: object) -> list[Segment]:
@@ -215,13 +229,13 @@ def conversation_segments(payload: object) -> list[Segment]:
     if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
         return generic_segments(payload)
     out: list[Segment] = []
-    for position, (key, value) in enumerate(payload.items()):
-        if key == "items":
-            assert isinstance(value, list)
-            _items(value, out, "items")
-        elif key == "metadata":
-            walk_free(value, key, ROLE_REQUEST, TRUSTED, None, out, 2)
-        else:
-            path = member_path(key, position, "", ROLE_UNKNOWN, UNTRUSTED, None, out)
-            walk_free(value, path, ROLE_UNKNOWN, UNTRUSTED, None, out, 2)
+    walk_request(
+        payload,
+        out,
+        special=_CONVERSATION_SPECIAL,
+        known=_CONVERSATION_KNOWN,
+        opaque=frozenset(),
+        free=_FREE,
+        registry=_REGISTRY,
+    )
     return out

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+import random
+import struct
+import zlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -11,28 +14,88 @@ import anthropic
 import httpx2
 import openai
 
+from gateway.wire import blobs
 from gateway.wire.base import Segment, Trust
 
 _C = TypeVar("_C")
 
 
-def _binary(header: bytes) -> str:
-    # Real attachments are kilobytes; the adapters scan binary under 512
-    # base64 characters as sent, so fixtures must be of realistic size.
-    return base64.b64encode(header + bytes(range(256)) * 3).decode()
+# Real attachments, structurally whole: the payload code leaves only a real
+# media file of its declared type unscanned, and scans short base64 as sent,
+# so fixtures are well-formed files of realistic size (kilobytes).
+_NOISE = random.Random(7).randbytes(2048)
 
 
-PNG_B64 = _binary(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
-JPEG_B64 = _binary(b"\xff\xd8\xff\xe0\x00\x10JFIF")
-# A PDF's second line is a comment of high bytes that marks the file as binary.
-PDF_B64 = _binary(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-WAV_B64 = _binary(b"RIFF$\x00\x00\x00WAVEfmt ")
-MP3_B64 = _binary(b"ID3\x04\x00\x00\x00\x00\x00#TSSE")
+def _chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _png() -> bytes:
+    width = height = 24
+    rows = b"".join(b"\0" + _NOISE[y * 72 : y * 72 + 72] for y in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", header)
+        + _chunk(b"IDAT", zlib.compress(rows, 0))
+        + _chunk(b"IEND", b"")
+    )
+
+
+def _jpeg() -> bytes:
+    frame = struct.pack(">BHHB", 8, 16, 16, 1) + bytes((1, 0x11, 0))
+    scan = bytes((1, 1, 0, 0, 63, 0))
+    # Entropy-coded data holds no 0xFF byte but before a marker.
+    data = bytes(b % 255 for b in _NOISE)
+    return (
+        b"\xff\xd8"
+        + b"\xff\xc0" + struct.pack(">H", len(frame) + 2) + frame
+        + b"\xff\xda" + struct.pack(">H", len(scan) + 2) + scan
+        + data
+        + b"\xff\xd9"
+    )  # fmt: skip
+
+
+def _pdf() -> bytes:
+    stream = zlib.compress(_NOISE)
+    length = str(len(stream)).encode()
+    return (
+        b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n"
+        + b"<< /Length " + length + b" /Filter /FlateDecode >>\n"
+        + b"stream\n" + stream + b"\nendstream\nendobj\nstartxref\n0\n%%EOF\n"
+    )  # fmt: skip
+
+
+def _wav() -> bytes:
+    fmt = struct.pack("<HHIIHH", 1, 1, 8000, 8000, 1, 8)
+    body = b"WAVE" + b"fmt " + struct.pack("<I", len(fmt)) + fmt
+    body += b"data" + struct.pack("<I", len(_NOISE)) + _NOISE
+    return b"RIFF" + struct.pack("<I", len(body)) + body
+
+
+def _mp3() -> bytes:
+    # MPEG-1 layer III, 128 kbit/s, 44.1 kHz: 417-byte frames.
+    frame = b"\xff\xfb\x90\x00" + bytes(413)
+    return frame * 6
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+PNG_B64 = _b64(_png())
+JPEG_B64 = _b64(_jpeg())
+PDF_B64 = _b64(_pdf())
+WAV_B64 = _b64(_wav())
+MP3_B64 = _b64(_mp3())
 PNG_URL = "data:image/png;base64," + PNG_B64
 PDF_URL = "data:application/pdf;base64," + PDF_B64
+# What the payload code scans of the PDF: the text outside its compressed stream.
+PDF_TEXT = "\n".join(blobs.base64_texts(PDF_B64, "application/pdf"))
 
 T = Trust.TRUSTED
 U = Trust.UNTRUSTED
+OP = Trust.OPAQUE
 
 
 def _capturing_client() -> tuple[httpx2.Client, list[object]]:

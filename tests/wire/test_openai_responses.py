@@ -6,11 +6,13 @@ import copy
 
 import pytest
 
-from gateway.wire import generic, openai_responses
+from gateway.wire import blobs, generic, openai_responses
 from gateway.wire.base import PayloadError, Segment
 from tests.wire.sdk_capture import (
     MP3_B64,
+    OP,
     PDF_B64,
+    PDF_TEXT,
     PDF_URL,
     PNG_B64,
     PNG_URL,
@@ -235,28 +237,51 @@ def _sdk_payload() -> dict[str, object]:
 
 def test_sdk_request_every_item_type() -> None:
     assert openai_responses.segments(_sdk_payload()) == [
+        seg("model", "request", "gpt-5", OP),
         item(0, "content", "developer", "Use tools when needed."),
         item(1, "content[0].text", "user", "Summarise the attachments."),
         item(1, "content[1].image_url", "user", "https://img.example/chart.png"),
-        # content[2] image data: URL, content[3] image file id, content[4] PDF_URL data
+        # content[2] image data: URL (media), and its "detail" values are known words
+        item(1, "content[3].file_id", "user", "file-img", OP),
+        item(1, "content[4].file_data", "user", PDF_TEXT, U),
         item(1, "content[4].filename", "user", "q3.pdf"),
         item(1, "content[5].file_url", "user", "https://files.example/q3.pdf"),
+        item(1, "content[6].file_id", "user", "file-pdf", OP),
+        item(2, "id", "assistant", "msg_1", OP),
         item(2, "content[0].text", "assistant", "Here is the summary."),
         item(2, "content[0].annotations[0].url", "assistant", "https://news.example/a", U),
         item(2, "content[0].annotations[0].title", "assistant", "Source A", U),
+        # the same text token by token: one segment
+        item(2, "content[0].logprobs", "assistant", "Here", OP),
         item(2, "content[1].refusal", "assistant", "Not the private part."),
+        item(3, "id", "reasoning", "rs_1", OP),
         item(3, "summary[0].text", "reasoning", "Need to read the file."),
         item(3, "content[0].text", "reasoning", "raw chain"),
+        item(3, "encrypted_content", "reasoning", "gAAAAABencrypted", OP),
+        item(4, "call_id", "function_call", "call_1", OP),
         item(4, "name", "function_call", "read_file"),
         item(4, "arguments", "function_call", '{"path": "secrets.txt"}'),
+        item(5, "call_id", "function_call_output", "call_1", OP),
         item(5, "output", "function_call_output", "file contents", U),
+        item(6, "call_id", "function_call_output", "call_2", OP),
         item(6, "output[0].text", "function_call_output", "part one", U),
-        item(6, "output[2].file_data", "function_call_output", "hello file", U),
+        *[
+            item(6, path, "function_call_output", text, U)
+            for path, text in _data_url_segments(
+                "output[2].file_data", "data:text/plain,hello%20file"
+            )
+        ],
         item(6, "output[2].filename", "function_call_output", "h.txt", U),
+        item(7, "call_id", "custom_tool_call", "call_3", OP),
         item(7, "name", "custom_tool_call", "sql"),
         item(7, "input", "custom_tool_call", "SELECT 1"),
+        item(8, "call_id", "custom_tool_call_output", "call_3", OP),
         item(8, "output", "custom_tool_call_output", "1 row", U),
+        item(9, "id", "computer_call", "cu_1", OP),
+        item(9, "call_id", "computer_call", "call_4", OP),
         item(9, "action.text", "computer_call", "hunter2"),
+        item(10, "call_id", "computer_call_output", "call_4", OP),
+        item(10, "acknowledged_safety_checks[0].id", "computer_call_output", "sc_1", OP),
         item(
             10,
             "acknowledged_safety_checks[0].code",
@@ -266,37 +291,61 @@ def test_sdk_request_every_item_type() -> None:
         item(
             10, "acknowledged_safety_checks[0].message", "computer_call_output", "Check the page."
         ),
+        item(11, "id", "web_search_call", "ws_1", OP),
         item(11, "action.query", "web_search_call", "quarterly results"),
+        item(12, "id", "file_search_call", "fs_1", OP),
         item(12, "queries[0]", "file_search_call", "revenue"),
         # results came from outside and are free-form (attributes): nothing structural
         item(12, "results[0].file_id", "file_search_call", "file-x", U),
         item(12, "results[0].filename", "file_search_call", "r.md", U),
         item(12, "results[0].text", "file_search_call", "Revenue grew.", U),
+        item(13, "id", "code_interpreter_call", "ci_1", OP),
+        item(13, "container_id", "code_interpreter_call", "cntr_1", OP),
         item(13, "code", "code_interpreter_call", "print(1)"),
         item(13, "outputs[0].logs", "code_interpreter_call", "1", U),
+        item(14, "id", "local_shell_call", "ls_1", OP),
+        item(14, "call_id", "local_shell_call", "call_5", OP),
         item(14, "action.command[0]", "local_shell_call", "env"),
+        item(14, "action.env.<key#0>", "local_shell_call", "TOKEN", OP),
         item(14, "action.env.TOKEN", "local_shell_call", "t0k"),
+        item(14, "action.env.TOKEN(pair)", "local_shell_call", '"TOKEN": "t0k"', OP),
+        item(15, "id", "local_shell_call_output", "ls_1", OP),
         item(15, "output", "local_shell_call_output", "PATH=/bin", U),
+        item(16, "call_id", "shell_call", "call_6", OP),
         item(16, "action.commands[0]", "shell_call", "ls -la"),
+        item(17, "call_id", "shell_call_output", "call_6", OP),
         item(17, "output[0].stdout", "shell_call_output", "total 0", U),
+        item(18, "call_id", "apply_patch_call", "call_7", OP),
         item(18, "operation.path", "apply_patch_call", "a.py"),
         item(18, "operation.diff", "apply_patch_call", "-x\n+y"),
+        item(19, "call_id", "apply_patch_call_output", "call_7", OP),
         item(19, "output", "apply_patch_call_output", "ok", U),
+        # image_generation_call.result is a real PNG
+        item(20, "id", "image_generation_call", "ig_1", OP),
         item(20, "revised_prompt", "image_generation_call", "a cat"),
+        item(21, "id", "mcp_list_tools", "ml_1", OP),
         item(21, "server_label", "mcp_list_tools", "docs"),
         item(21, "tools[0].name", "mcp_list_tools", "search", U),
         item(21, "tools[0].description", "mcp_list_tools", "Search docs.", U),
+        item(22, "id", "mcp_approval_request", "mr_1", OP),
         item(22, "server_label", "mcp_approval_request", "docs"),
         item(22, "name", "mcp_approval_request", "search"),
         item(22, "arguments", "mcp_approval_request", '{"q": "x"}'),
+        item(23, "approval_request_id", "mcp_approval_response", "mr_1", OP),
         item(23, "reason", "mcp_approval_response", "fine"),
+        item(24, "id", "mcp_call", "mc_1", OP),
         item(24, "server_label", "mcp_call", "docs"),
         item(24, "name", "mcp_call", "search"),
         item(24, "arguments", "mcp_call", '{"q": "x"}'),
         item(24, "output", "mcp_call", "mcp result", U),
-        # item 25 is an item_reference and 26 one without its optional type: ids only
+        # an item_reference, and one without its optional type
+        item(25, "id", "item_reference", "msg_0", OP),
+        item(26, "id", "item_reference", "msg_00", OP),
         seg("instructions", "system", "You are a careful analyst."),
+        seg("metadata.<key#0>", "request", "run", OP),
         seg("metadata.run", "request", "r-1"),
+        seg("previous_response_id", "request", "resp_0", OP),
+        seg("prompt.id", "request", "pmpt_1", OP),
         seg("prompt.version", "request", "2"),
         seg("prompt.variables.city", "request", "Paris"),
         seg("text.format.name", "request", "summary"),
@@ -305,15 +354,29 @@ def test_sdk_request_every_item_type() -> None:
         seg("tools[0].description", "request", "Read a file."),
         seg("tools[1].server_label", "request", "docs"),
         seg("tools[1].server_url", "request", "https://mcp.example/sse"),
-        # A credential meant for the provider is still text the policy must see.
+        # A credential meant for the provider is still text the policy must see,
+        # and its header name is its context.
+        seg("tools[1].headers.<key#0>", "request", "Authorization", OP),
         seg("tools[1].headers.Authorization", "request", "Bearer mcp-token"),
+        seg(
+            "tools[1].headers.Authorization(pair)",
+            "request",
+            '"Authorization": "Bearer mcp-token"',
+            OP,
+        ),
         seg("tools[1].require_approval", "request", "never"),
         seg("user", "request", "user-42"),
     ]
 
 
+def _data_url_segments(path: str, url: str) -> list[tuple[str, str]]:
+    """The (path, text) pairs the payload code makes of a data: URL at ``path``."""
+    texts = blobs.data_url_texts(url)
+    return [(path if n == 0 else f"{path}(decoded#{n})", t) for n, t in enumerate(texts) if t]
+
+
 def test_string_input_is_the_user_turn() -> None:
-    assert openai_responses.segments({"model": "m", "input": "hello", "instructions": "be"}) == [
+    assert openai_responses.segments({"input": "hello", "instructions": "be"}) == [
         seg("input", "user", "hello"),
         seg("instructions", "system", "be"),
     ]
@@ -321,14 +384,21 @@ def test_string_input_is_the_user_turn() -> None:
 
 def test_input_may_be_absent() -> None:
     payload = {"model": "m", "previous_response_id": "resp_1", "prompt": {"id": "pmpt_1"}}
-    assert openai_responses.segments(payload) == []
+    assert openai_responses.segments(payload) == [
+        seg("model", "request", "m", OP),
+        seg("previous_response_id", "request", "resp_1", OP),
+        seg("prompt.id", "request", "pmpt_1", OP),
+    ]
 
 
 def test_function_call_output_with_unknown_part_type() -> None:
     output = [{"type": "input_video", "video_url": "https://v.example/a.mp4"}]
     payload = {"input": [{"type": "function_call_output", "call_id": "c", "output": output}]}
     assert openai_responses.segments(payload) == [
-        item(0, "output[0].video_url", "function_call_output", "https://v.example/a.mp4", U)
+        item(0, "call_id", "function_call_output", "c", OP),
+        item(0, "output[0].type", "function_call_output", "input_video", U),
+        item(0, "output[0].<key#1>", "function_call_output", "video_url", U),
+        item(0, "output[0].video_url", "function_call_output", "https://v.example/a.mp4", U),
     ]
 
 
@@ -339,10 +409,14 @@ def test_unknown_item_type_is_scanned_in_full_as_untrusted() -> None:
             {"type": "sk-live-" + "9" * 30, "x": "y"},
         ]
     }
+    # An unknown type is never a label (labels are echoed): it is text.
     assert openai_responses.segments(payload) == [
-        item(0, "id", "holo_call", "h1", U),
-        item(0, "payload.note", "holo_call", "n", U),
-        item(0, "payload.ids[0]", "holo_call", "a", U),
+        item(0, "type", "unknown", "holo_call", U),
+        item(0, "id", "unknown", "h1", U),
+        item(0, "<key#2>", "unknown", "payload", U),
+        item(0, "payload.<key#0>", "unknown", "note", U),
+        item(0, "payload.note", "unknown", "n", U),
+        item(0, "payload.ids[0]", "unknown", "a", U),
         item(1, "type", "unknown", "sk-live-" + "9" * 30, U),
         item(1, "x", "unknown", "y", U),
     ]
@@ -350,7 +424,10 @@ def test_unknown_item_type_is_scanned_in_full_as_untrusted() -> None:
 
 def test_unknown_message_role_is_untrusted() -> None:
     payload = {"input": [{"type": "message", "role": "critic", "content": "meh"}]}
-    assert openai_responses.segments(payload) == [item(0, "content", "critic", "meh", U)]
+    assert openai_responses.segments(payload) == [
+        item(0, "role", "unknown", "critic", U),
+        item(0, "content", "unknown", "meh", U),
+    ]
 
 
 def test_non_object_items_are_scanned() -> None:
@@ -368,21 +445,30 @@ def test_audio_and_textual_file_data() -> None:
         {"type": "input_file", "file_data": PDF_B64, "filename": "raw.pdf"},
     ]
     payload = {"input": [{"role": "user", "content": parts}]}
+    markdown = "data:text/markdown;base64,IyBUb2tlbnMKZ2hwX3h4eA=="
     assert openai_responses.segments(payload) == [
-        item(0, "content[1].file_data", "user", "# Tokens\nghp_xxx", U),
+        *[
+            item(0, path, "user", text, U)
+            for path, text in _data_url_segments("content[1].file_data", markdown)
+        ],
+        item(0, "content[2].file_data", "user", PDF_TEXT, U),
         item(0, "content[2].filename", "user", "raw.pdf"),
     ]
+    assert "# Tokens\nghp_xxx" in [s.text for s in openai_responses.segments(payload)]
 
 
 def test_tool_search_arguments_are_free_form() -> None:
     call = {"type": "tool_search_call", "call_id": "c", "arguments": {"id": "free", "type": "text"}}
+    # free-form: "id" and "type" there are the tool's own fields, and text
     output = {
         "type": "tool_search_output",
         "tools": [{"type": "function", "name": "f", "description": "found"}],
     }
     assert openai_responses.segments({"input": [call, output]}) == [
+        item(0, "call_id", "tool_search_call", "c", OP),
         item(0, "arguments.id", "tool_search_call", "free"),
         item(0, "arguments.type", "tool_search_call", "text"),
+        item(0, "arguments(joined)", "tool_search_call", "freetext", OP),
         item(1, "tools[0].name", "tool_search_output", "f", U),
         item(1, "tools[0].description", "tool_search_output", "found", U),
     ]
@@ -416,12 +502,18 @@ def test_mcp_call_error_and_program_items() -> None:
         ]
     }
     assert openai_responses.segments(payload) == [
+        item(0, "id", "mcp_call", "m", OP),
         item(0, "name", "mcp_call", "n"),
         item(0, "arguments", "mcp_call", "{}"),
         item(0, "server_label", "mcp_call", "s"),
         item(0, "error.type", "mcp_call", "mcp_tool_execution_error", U),
         item(0, "error.content.detail", "mcp_call", "boom", U),
+        item(1, "id", "program", "p", OP),
+        item(1, "call_id", "program", "c", OP),
         item(1, "code", "program", "run()"),
+        item(1, "fingerprint", "program", "3f2a9c1e8b7d6a5f", OP),
+        item(2, "id", "program_output", "p", OP),
+        item(2, "call_id", "program_output", "c", OP),
         item(2, "result", "program_output", "done", U),
     ]
 
@@ -430,6 +522,8 @@ def test_unknown_top_level_keys_are_scanned_as_untrusted() -> None:
     payload = {"input": "hi", "vendor_context": {"notes": ["n1"]}}
     assert openai_responses.segments(payload) == [
         seg("input", "user", "hi"),
+        seg("<key#1>", "unknown", "vendor_context", U),
+        seg("vendor_context.<key#0>", "unknown", "notes", U),
         seg("vendor_context.notes[0]", "unknown", "n1", U),
     ]
 
@@ -486,11 +580,14 @@ def test_conversation_items_from_the_sdk() -> None:
     )
     assert openai_responses.conversation_segments(created) == [
         seg("items[0].content", "user", "hi", index=0),
+        seg("items[1].call_id", "function_call_output", "c", OP, 1),
         seg("items[1].output", "function_call_output", "tool said", U, 1),
+        seg("metadata.<key#0>", "request", "topic", OP),
         seg("metadata.topic", "request", "t"),
     ]
     added = openai_body(lambda client: client.conversations.items.create("conv_1", items=[output]))
     assert openai_responses.conversation_segments(added) == [
+        seg("items[0].call_id", "function_call_output", "c", OP, 0),
         seg("items[0].output", "function_call_output", "tool said", U, 0),
     ]
 
