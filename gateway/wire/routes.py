@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gateway.wire import anthropic, generic, openai_chat, openai_responses
+from gateway.wire import anthropic, generic, openai_assistants, openai_chat, openai_responses
 from gateway.wire.base import Segment
 
 Adapter = Callable[[object], list[Segment]]
@@ -42,7 +42,8 @@ def _route_key(path: str) -> str:
 
 
 def adapter_for(path: str) -> Adapter:
-    tail, _, last = _route_key(path).rpartition("/")
+    key = _route_key(path)
+    tail, _, last = key.rpartition("/")
     if last == "completions":
         if tail.endswith("/chat") or tail == "chat":
             return openai_chat.segments
@@ -51,20 +52,43 @@ def adapter_for(path: str) -> Adapter:
     elif last in _RESPONSES_SUBPATHS:
         if tail.endswith("/responses") or tail == "responses":
             return openai_responses.segments
-    elif last == "messages":
+    elif last == "messages" and (tail.endswith("/v1") or tail in ("", "v1")):
         # Only Anthropic's own /v1/messages: OpenAI's /v1/threads/{id}/messages
-        # has another shape.
-        if tail.endswith("/v1") or tail in ("", "v1"):
-            return anthropic.segments
-    elif last == "count_tokens" and (
-        tail.endswith("/v1/messages") or tail in ("/messages", "messages")
-    ):
+        # has another shape (below).
         return anthropic.segments
+    elif last == "count_tokens" and _under_messages(tail):
+        return anthropic.segments
+    elif last == "batches" and _under_messages(tail):
+        return anthropic.batch_segments
     elif last == "conversations" or (
         last == "items" and tail.rpartition("/")[0].endswith("conversations")
     ):
         return openai_responses.conversation_segments
-    return generic.segments
+    return _assistants(key.split("/")) or generic.segments
+
+
+# threads/{id}/runs/{id}/submit_tool_outputs, every other component
+_OUTPUTS = ["threads", "runs", "submit_tool_outputs"]
+
+
+def _under_messages(tail: str) -> bool:
+    return tail.endswith("/v1/messages") or tail in ("/messages", "messages")
+
+
+def _assistants(parts: list[str]) -> Adapter | None:
+    """The Assistants endpoints that take messages or tool outputs, by their last components."""
+    if parts[-1] == "threads":
+        return openai_assistants.thread_segments
+    if len(parts) >= 2 and parts[-2:] == ["threads", "runs"]:
+        return openai_assistants.run_segments
+    if len(parts) >= 3 and parts[-3] == "threads":
+        if parts[-1] == "messages":
+            return openai_assistants.message_segments
+        if parts[-1] == "runs":
+            return openai_assistants.run_segments
+    if len(parts) >= 5 and parts[-1] == "submit_tool_outputs" and parts[-5::2] == _OUTPUTS:
+        return openai_assistants.tool_outputs_segments
+    return None
 
 
 def is_streaming_request(payload: object) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.wire import anthropic, generic, openai_chat, openai_responses
+from gateway.wire import anthropic, generic, openai_assistants, openai_chat, openai_responses
 from gateway.wire.routes import Adapter, adapter_for, is_streaming_request
 
 
@@ -41,8 +41,31 @@ from gateway.wire.routes import Adapter, adapter_for, is_streaming_request
         ("/messages", anthropic.segments),
         ("/v1/messages/count_tokens", anthropic.segments),
         ("/v1/messages/count_tokens?beta=true", anthropic.segments),
-        ("/v1/messages/batches", generic.segments),
-        ("/v1/threads/thread_1/messages", generic.segments),
+        # requests inside requests: each is read by its own adapter
+        ("/v1/messages/batches", anthropic.batch_segments),
+        ("/v1/messages/batches/", anthropic.batch_segments),
+        ("/messages/batches", anthropic.batch_segments),
+        ("/v1/Messages//Batches;x", anthropic.batch_segments),
+        ("/v1/messages/batches/msgbatch_1/cancel", generic.segments),
+        ("/v1/threads", openai_assistants.thread_segments),
+        ("/v1/threads/runs", openai_assistants.run_segments),
+        ("/v1/threads/thread_1/messages", openai_assistants.message_segments),
+        ("/v1/threads/thread_1/runs", openai_assistants.run_segments),
+        (
+            "/v1/threads/thread_1/runs/run_1/submit_tool_outputs",
+            openai_assistants.tool_outputs_segments,
+        ),
+        (
+            "/openai/threads/thread_1/runs/run_1/submit_tool_outputs?api-version=2024-05-01",
+            openai_assistants.tool_outputs_segments,
+        ),
+        ("/v1/Threads/thread_1//Runs", openai_assistants.run_segments),
+        ("/v1/threads/thread_1", generic.segments),
+        ("/v1/threads/thread_1/messages/msg_1", generic.segments),
+        ("/v1/threads/thread_1/runs/run_1", generic.segments),
+        ("/v1/threads/thread_1/runs/run_1/cancel", generic.segments),
+        ("/v1/assistants", generic.segments),
+        ("/v1/batches", generic.segments),
         ("/v1/conversations", openai_responses.conversation_segments),
         ("/v1/conversations/conv_1/items", openai_responses.conversation_segments),
         ("/v1/conversations/conv_1", generic.segments),
