@@ -240,7 +240,7 @@ def test_tool_outputs_of_another_shape_are_still_untrusted() -> None:
 # -- uploaded JSONL: batch input and fine-tuning files --
 
 
-def _line(url: str, body: dict[str, object], custom_id: str = "req-1") -> str:
+def _line(url: str, body: object, custom_id: str = "req-1") -> str:
     return json.dumps({"custom_id": custom_id, "method": "POST", "url": url, "body": body})
 
 
