@@ -22,7 +22,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
 from gateway.guard.detectors.secrets import unless_secret
 from gateway.wire import content, generic, nested
-from gateway.wire.archives import Unreadable, Unsupported
+from gateway.wire.archives import Unsupported
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.routes import adapter_for
 
@@ -391,7 +391,9 @@ def request_segments(
             payload = _body_segments(path, media, content_type or "", body, segments)
         except Unsupported as exc:
             raise UnsupportedMedia(str(exc)) from exc
-        except Unreadable as exc:
+        except PayloadError as exc:
+            # An archive past its bounds, or requests in an uploaded file that
+            # cannot be read in full (nested.file_segments).
             raise BadRequest(str(exc), code="invalid_payload") from exc
     if len(segments) > generic.MAX_SEGMENTS:
         # The JSON adapters stop at the limit themselves; forms and queries here.

@@ -11,7 +11,7 @@ import pytest
 
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
 from gateway.wire import archives, nested
-from gateway.wire.base import Segment, Trust
+from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.body import decode_content, parse_json, request_segments
 from tests.wire.test_media import jpeg, mp3, png, wav
 
@@ -447,3 +447,15 @@ def test_an_untyped_body_is_still_read_as_json_first() -> None:
     segments, payload = request_segments("/v1/x", "", None, b'{"a": NaN}')
     assert payload is None
     assert [s.text for s in segments if s.path == "body"] == ['{"a": NaN}']
+
+
+def test_an_uploaded_file_whose_requests_cannot_be_read_is_400(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def unreadable(text: str, path: str, index: int | None) -> list[Segment]:
+        raise PayloadError("batch file has more than 50000 lines")
+
+    monkeypatch.setattr(nested, "file_segments", unreadable)
+    with pytest.raises(BadRequest) as info:
+        request_segments("/v1/files", "", FORM, _form(_file("b.jsonl", b"{}\n")))
+    assert info.value.code == "invalid_payload"
