@@ -79,7 +79,7 @@ _Item = tuple[int, int, str]  # a span of a text, and what it reads as once undo
 
 MAX_DEPTH = 4  # decoding steps from the text to its deepest view
 MAX_GROWTH = 8  # characters of all views together, per character of the text
-MAX_VIEW_CHARS = 1 << 26
+MAX_VIEW_CHARS = 1 << 26  # and in all, whatever the input (the pipeline windows large texts)
 _SLACK = 1 << 16  # what short texts may always add
 
 _MIN_RUN = 16  # base64 or hex characters: 12 or 8 bytes, less than any key
@@ -128,17 +128,22 @@ class Walk:
             self.found.append((kind, value))
 
     def keep(self, view: View, scan: Scan) -> list[tuple[int, int]]:
-        """Scan a view; report what touches a changed span. Returns all finding spans."""
+        """Scan a view; report what touches a changed span. Returns its private key spans."""
         self.view_chars += len(view.text)
         if self.view_chars > self._limit:
             raise UnwrapLimit("decoded text exceeds the bound for this input")
         self.views.append(view)
-        spans = []
-        for f in scan(view.text):
-            spans.append((f.start, f.end))
+        findings = scan(view.text)
+        for f in findings:
             if view.touches(f.start, f.end):
                 self.add(f.kind, view.text[f.start : f.end])
-        return spans
+        return _key_spans(findings)
+
+
+def _key_spans(findings: list[Finding]) -> list[tuple[int, int]]:
+    # The body of a PEM key the scan found is key material in base64 too: it is
+    # not reported a second time.
+    return [(f.start, f.end) for f in findings if f.kind == "private_key"]
 
 
 def find(text: str, scan: Scan) -> list[tuple[str, str]]:
@@ -164,7 +169,7 @@ def _walk(text: str, findings: list[Finding], scan: Scan, img: bytes | None) -> 
     result._seen.update(result.found)
     result._limit = min(MAX_GROWTH * len(text) + _SLACK, MAX_VIEW_CHARS)
     source = text
-    flagged = [(f.start, f.end) for f in findings]
+    flagged = _key_spans(findings)
     while True:
         normalised = _normalised(source)
         if normalised is not None:
@@ -227,7 +232,7 @@ FOLD: dict[str, str] = {
     "+": "\u16ed\u2795\U0001029b",
     "-": "\u02d7\u2010\u2012\u2013\u2043\u2212\u2796\u2cba\ufe58",
     ".": "\ua4f8\ua60e\U0001d16d",
-    "/": ("\u1735\u2041\u2044\u2215\u2571\u27cb\u29f8\u2cc6\u3033\u30ce\u31d3\u4e3f\U0001d23a"),
+    "/": "\u1735\u2041\u2044\u2215\u2571\u27cb\u29f8\u2cc6\u3033\u30ce\u31d3\u4e3f\U0001d23a",
     "2": "\u01a7\u03e8\u14bf\ua644\ua6ef\ua75a",
     "3": "\u01b7\u021c\u0417\u04e0\u2ccc\ua76a\ua7ab\U000118ca\U00016f3b\U0001d206",
     "4": "\u13ce\U000118af",
@@ -381,7 +386,7 @@ def _token_edits(text: str) -> list[_Item]:
 
 
 # Punctuation that meets words in ordinary text, and a real "?": not worth a look.
-_PLAIN = frozenset("?\u2018\u2019\u201c\u201d\u2013\u2014\u2026\u2022\u2032\u2033\u20ac\u2122")
+_PLAIN = frozenset("?\u2018\u2019\u201c\u201d\u2014\u2026\u2022\u2032\u2033\u20ac\u2122")
 
 
 def _positions(data: bytes, needle: bytes) -> list[int]:
@@ -418,7 +423,7 @@ def _apply(
     moved = []
     for fs, fe in flagged:
         i = bisect.bisect_right(shifts, (fs, len(text) + 1, 0))
-        # A span inside a changed line is dropped; its line is scanned anew.
+        # A span that an edit touches is dropped: the edited token is scanned anew.
         if (i and shifts[i - 1][1] > fs) or (i < len(shifts) and shifts[i][0] < fe):
             continue
         delta = shifts[i - 1][2] if i else 0
@@ -436,16 +441,14 @@ def _decoded(
 ) -> tuple[list[_Item], list[str]]:
     """Each wrapped piece of ``text`` that decodes to text, and the private keys in binary ones.
 
-    Pieces inside a span the scan already flagged are left alone: the text is
-    denied for it whatever they hold.
+    ``flagged``: the spans of private keys the scan already found in ``text``.
     """
     items: list[_Item] = []
     keys: list[_Item] = []  # spans of binary that is a private key, and the key in base64
     _escapes(text, items, keys, result)
     _hex_lists(text, items, keys, result)
     _blocks(text, items, keys, result, img)
-    flagged = sorted(flagged)
-    return _unflagged(items, flagged), [key for *_, key in _unflagged(keys, flagged)]
+    return _unflagged(items, []), [key for *_, key in _unflagged(keys, sorted(flagged))]
 
 
 def _unflagged(items: list[_Item], flagged: list[tuple[int, int]]) -> list[_Item]:
@@ -656,7 +659,9 @@ def _blocks(
     while at >= 0:
         end = img.find(b" ", at)
         end = len(img) if end < 0 else end
-        start = at if at == floor or img[at - 1] != _EXTEND else img.rfind(b" ", floor, at) + 1
+        if at > floor and img[at - 1] == _EXTEND:
+            at = max(floor, img.rfind(b" ", floor, at) + 1)  # the run starts with "-" or "_"
+        start = at
         floor = end
         # Most runs in clean text are hashes, ids and names: turned away here,
         # before anything else is looked at. Hex is decoded when it spells
