@@ -46,7 +46,7 @@ import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import islice, repeat
 from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
 from typing import TypeGuard
@@ -373,7 +373,38 @@ def add_joined(
     text = "".join(pieces)
     if len(text) > _JOIN_MAX:
         text = _around_joins(pieces, text)
+    starts = _piece_starts(pieces)
+    if starts:
+        text = "\n".join([text, *starts])
     _append(out, text, path, role, OPAQUE, index)
+
+
+def _piece_starts(pieces: list[str]) -> list[str]:
+    """From each piece on, the pieces joined, one window per line.
+
+    Detectors check what precedes a token (``xghp_...`` is not a token), and in
+    the join a piece's first character follows the previous piece's last: a
+    token that starts a piece is read again from a line of its own. The last
+    piece is a segment of its own already.
+    """
+    lines: list[str] = []
+    budget = _JOIN_MAX
+    for i in range(1, len(pieces) - 1):
+        if pieces[i - 1][-1].isspace():
+            continue
+        taken: list[str] = []
+        size = 0
+        for piece in islice(pieces, i, None):
+            taken.append(piece)
+            size += len(piece)
+            if size >= _JOIN_WINDOW:
+                break
+        line = "".join(taken)[:_JOIN_WINDOW]
+        lines.append(line)
+        budget -= len(line)
+        if budget <= 0:
+            break
+    return lines
 
 
 def _around_joins(pieces: list[str], joined: str) -> str:

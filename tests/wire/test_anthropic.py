@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from gateway.guard import floor
 from gateway.wire import anthropic as adapter
 from gateway.wire.base import PayloadError, Segment
 from tests.wire.sdk_capture import (
@@ -237,7 +238,7 @@ def test_sdk_request_every_block_type() -> None:
         msg(2, "content[3].input.<key#1>", "assistant", "options", OP),
         msg(2, "content[3].input.options.type", "assistant", "raw"),
         msg(2, "content[3].input.id", "assistant", "free"),
-        msg(2, "content[3].input(joined)", "assistant", ".envrawfree", OP),
+        msg(2, "content[3].input(joined)", "assistant", ".envrawfree\nrawfree", OP),
         msg(2, "content[4].id", "assistant", "srvtoolu_01", OP),
         msg(2, "content[4].name", "assistant", "web_search"),
         msg(2, "content[4].input.query", "assistant", "acme quarterly revenue"),
@@ -540,3 +541,94 @@ def test_payload_is_not_mutated() -> None:
     before = copy.deepcopy(payload)
     adapter.segments(payload)
     assert payload == before
+
+
+TOKEN = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+PASSWORD = "Xq7!" + "Lm2pR9vT#k4"
+
+
+def _request(**fields: object) -> dict[str, object]:
+    return {"max_tokens": 1, "messages": [{"role": "user", "content": "hi"}], **fields}
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"model": TOKEN}, "model"),
+        ({"service_tier": TOKEN}, "service_tier"),
+        ({"container": TOKEN}, "container"),
+        ({"inference_geo": TOKEN}, "inference_geo"),
+        ({"speed": TOKEN}, "speed"),
+        ({"thinking": {"type": TOKEN, "budget_tokens": 1}}, "thinking.type"),
+        ({"tool_choice": {"type": TOKEN}}, "tool_choice.type"),
+        ({"cache_control": {"type": "ephemeral", "ttl": TOKEN}}, "cache_control.ttl"),
+        ({"output_config": {"effort": TOKEN}}, "output_config.effort"),
+        ({"metadata": {TOKEN: "x"}}, "metadata.<key#0>"),
+    ],
+)
+def test_request_ids_and_enums_are_opaque_segments(fields: dict[str, object], path: str) -> None:
+    got = adapter.segments(_request(**fields))
+    assert seg(path, "request", TOKEN, OP) in got
+
+
+@pytest.mark.parametrize(
+    ("block", "path"),
+    [
+        ({"type": "tool_use", "id": TOKEN, "name": "n", "input": {}}, "id"),
+        ({"type": "tool_result", "tool_use_id": TOKEN, "content": "ok"}, "tool_use_id"),
+        ({"type": "thinking", "thinking": "t", "signature": TOKEN}, "signature"),
+        ({"type": "redacted_thinking", "data": TOKEN}, "data"),
+        ({"type": "text", "text": "t", "cache_control": {"type": TOKEN}}, "cache_control.type"),
+        ({"type": "image", "source": {"type": "file", "file_id": TOKEN}}, "source.file_id"),
+        ({"type": "container_upload", "file_id": TOKEN}, "file_id"),
+        (
+            {"type": "document", "source": {"type": "text", "media_type": TOKEN, "data": "d"}},
+            "source.media_type",
+        ),
+    ],
+)
+def test_block_ids_and_enums_are_opaque_segments(block: dict[str, object], path: str) -> None:
+    assert msg(0, "content[0]." + path, "assistant", TOKEN, OP) in _blocks(block, role="assistant")
+
+
+def test_an_unknown_block_type_is_untrusted_text() -> None:
+    assert _blocks({"type": TOKEN, "text": "t"})[:1] == [
+        msg(0, "content[0].type", "user", TOKEN, U)
+    ]
+
+
+def test_a_secret_under_its_name_in_tool_use_input_is_found() -> None:
+    block: dict[str, object] = {
+        "type": "tool_use",
+        "id": "t1",
+        "name": "connect",
+        "input": {"host": "db", "auth": {"password": PASSWORD}},
+    }
+    got = _blocks(block, role="assistant")
+    pair = msg(
+        0, "content[0].input.auth.password(pair)", "assistant", f'"password": "{PASSWORD}"', OP
+    )
+    assert pair in got
+    assert [k for s in got for k, _ in floor.find(s.text)] == ["password_assignment"]
+
+
+def test_a_token_split_across_blocks_or_inputs_is_found() -> None:
+    texts = _blocks({"type": "text", "text": TOKEN[:15]}, {"type": "text", "text": TOKEN[15:]})
+    assert texts[-1] == msg(0, "content(joined)", "user", TOKEN, OP)
+    tool_use: dict[str, object] = {
+        "type": "tool_use",
+        "id": "t",
+        "name": "n",
+        "input": {"a": TOKEN[:8], "b": [TOKEN[8:]]},
+    }
+    inputs = _blocks(tool_use, role="assistant")
+    assert inputs[-1] == msg(0, "content[0].input(joined)", "assistant", TOKEN, OP)
+    result: dict[str, object] = {
+        "type": "tool_result",
+        "tool_use_id": "t",
+        "content": [{"type": "text", "text": TOKEN[:20]}, {"type": "text", "text": TOKEN[20:]}],
+    }
+    results = _blocks(result)
+    assert results[-1] == msg(0, "content[0].content(joined)", "user", TOKEN, OP)
+    for got in (texts, inputs, results):
+        assert [bool(floor.find(s.text)) for s in got].count(True) == 1

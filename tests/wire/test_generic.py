@@ -264,13 +264,24 @@ def test_joined_pieces_keep_only_the_text_around_each_join_when_long() -> None:
     generic.add_joined(out, pieces, "p(joined)", "user", 0)
     [joined] = out
     assert joined.trust is OPAQUE
-    assert "ghp_R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e" in joined.text
+    whole, start = joined.text.split("\n")
     # Both joins fall in one window: one region, far shorter than the whole.
-    assert "\n" not in joined.text
-    assert len(joined.text) < 3 * 4096 + 100
-    apart = ["a" * 100_000, "b" * 100_000, "c" * 100_000]
+    assert len(whole) < 3 * 4096 and "ghp_R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e" in whole
+    # The middle piece follows an "a": its token is read from its own start too.
+    assert start.startswith("ghp_R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e") and len(start) == 4096
+    # Joins far apart: one window each; a piece after a space starts no line.
+    apart = ["a" * 99_999 + " ", "b" * 100_000, "c" * 100_000]
     generic.add_joined(out, apart, "q(joined)", "user", 0)
-    assert out[1].text == "a" * 4096 + "b" * 4096 + "\n" + "b" * 4096 + "c" * 4096
+    assert out[1].text == "a" * 4095 + " " + "b" * 4096 + "\n" + "b" * 4096 + "c" * 4096
+
+
+def test_a_token_that_starts_a_piece_is_read_from_its_start() -> None:
+    token = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+    out: list[Segment] = []
+    generic.add_joined(out, ["user7", token[:10], token[10:]], "p(joined)", "user", 0)
+    # "user7ghp_..." is no token; the line from the second piece on is.
+    assert out[0].text == "user7" + token + "\n" + token
+    assert [kind for kind, _ in floor.find(out[0].text)] == ["github_token"]
 
 
 def test_a_single_piece_is_not_joined() -> None:

@@ -500,7 +500,14 @@ def test_tool_call_arguments_are_read_as_json() -> None:
         msg(0, at + "(pair)", "assistant", f'"password": "{PASSWORD}"', OP),
         msg(0, at + "(pair)", "assistant", '"API_TOKEN": "v"', OP),
         # the string leaves joined: a token split across two arguments is whole here
-        msg(0, at + "(joined)", "assistant", "ops" + PASSWORD + "API_TOKENv", OP),
+        # (and again from the start of each leaf that follows a letter or digit)
+        msg(
+            0,
+            at + "(joined)",
+            "assistant",
+            f"ops{PASSWORD}API_TOKENv\n{PASSWORD}API_TOKENv\nAPI_TOKENv",
+            OP,
+        ),
     ]
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import copy
+import json
 
 import pytest
 
+from gateway.guard import floor
 from gateway.wire import blobs, generic, openai_responses
 from gateway.wire.base import PayloadError, Segment
 from tests.wire.sdk_capture import (
@@ -595,3 +597,115 @@ def test_conversation_items_from_the_sdk() -> None:
 @pytest.mark.parametrize("payload", [{"metadata": {"a": "b"}}, {"items": "x"}, [], None])
 def test_conversation_other_shapes_fall_back_to_every_string(payload: object) -> None:
     assert openai_responses.conversation_segments(payload) == generic.segments(payload)
+
+
+TOKEN = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+PASSWORD = "Xq7!" + "Lm2pR9vT#k4"
+
+
+@pytest.mark.parametrize(
+    ("fields", "path"),
+    [
+        ({"model": TOKEN}, "model"),
+        ({"previous_response_id": TOKEN}, "previous_response_id"),
+        ({"conversation": TOKEN}, "conversation"),
+        ({"conversation": {"id": TOKEN}}, "conversation.id"),
+        ({"include": ["reasoning.encrypted_content", TOKEN]}, "include[1]"),
+        ({"truncation": TOKEN}, "truncation"),
+        ({"service_tier": TOKEN}, "service_tier"),
+        ({"tool_choice": TOKEN}, "tool_choice"),
+        ({"prompt_cache_retention": TOKEN}, "prompt_cache_retention"),
+        ({"reasoning": {"effort": TOKEN}}, "reasoning.effort"),
+        ({"text": {"format": {"type": TOKEN}}}, "text.format.type"),
+        ({"text": {"verbosity": TOKEN}}, "text.verbosity"),
+        ({"prompt": {"id": TOKEN}}, "prompt.id"),
+        ({"metadata": {TOKEN: "v"}}, "metadata.<key#0>"),
+    ],
+)
+def test_request_ids_and_enums_are_opaque_segments(fields: dict[str, object], path: str) -> None:
+    assert seg(path, "request", TOKEN, OP) in openai_responses.segments(fields)
+
+
+@pytest.mark.parametrize(
+    ("entry", "path", "role"),
+    [
+        (
+            {"type": "function_call_output", "call_id": TOKEN, "output": "o"},
+            "call_id",
+            "function_call_output",
+        ),
+        (
+            {"type": "reasoning", "id": "rs", "summary": [], "encrypted_content": TOKEN},
+            "encrypted_content",
+            "reasoning",
+        ),
+        ({"type": "item_reference", "id": TOKEN}, "id", "item_reference"),
+        ({"type": "message", "role": "user", "status": TOKEN, "content": []}, "status", "user"),
+        (
+            {"role": "user", "content": [{"type": "input_image", "detail": TOKEN}]},
+            "content[0].detail",
+            "user",
+        ),
+        (
+            {"role": "user", "content": [{"type": "input_file", "file_id": TOKEN}]},
+            "content[0].file_id",
+            "user",
+        ),
+        ({"type": "program", "code": "c", "fingerprint": TOKEN}, "fingerprint", "program"),
+    ],
+)
+def test_item_ids_and_enums_are_opaque_segments(
+    entry: dict[str, object], path: str, role: str
+) -> None:
+    assert item(0, path, role, TOKEN, OP) in openai_responses.segments({"input": [entry]})
+
+
+def test_call_arguments_are_read_as_json() -> None:
+    arguments = json.dumps(
+        {"user": "ops", "db_password": PASSWORD, "parts": [TOKEN[:9], TOKEN[9:]]}
+    )
+    call = {"type": "function_call", "call_id": "c", "name": "f", "arguments": arguments}
+    mcp = {"type": "mcp_call", "id": "m", "server_label": "s", "name": "n", "arguments": arguments}
+    got = openai_responses.segments({"input": [call, mcp]})
+    for i, role in enumerate(("function_call", "mcp_call")):
+        assert item(i, "arguments(pair)", role, f'"db_password": "{PASSWORD}"', OP) in got
+        joined = f"ops{PASSWORD}{TOKEN}\n{PASSWORD}{TOKEN}\n{TOKEN}"
+        assert item(i, "arguments(joined)", role, joined, OP) in got
+    assert {k for s in got for k, _ in floor.find(s.text)} == {
+        "github_token",
+        "password_assignment",
+    }
+
+
+def test_a_token_split_across_parts_is_found() -> None:
+    message = {
+        "role": "user",
+        "content": [
+            {"type": "input_text", "text": TOKEN[:5]},
+            {"type": "input_text", "text": TOKEN[5:]},
+        ],
+    }
+    output = {
+        "type": "function_call_output",
+        "call_id": "c",
+        "output": [
+            {"type": "input_text", "text": TOKEN[:20]},
+            {"type": "input_text", "text": TOKEN[20:]},
+        ],
+    }
+    got = openai_responses.segments(
+        {
+            "input": [message, output],
+            "instructions": [
+                {"type": "input_text", "text": TOKEN[:3]},
+                {"type": "input_text", "text": TOKEN[3:]},
+            ],
+        }
+    )
+    joined = [s for s in got if s.path.endswith("(joined)")]
+    assert joined == [
+        item(0, "content(joined)", "user", TOKEN, OP),
+        item(1, "output(joined)", "function_call_output", TOKEN, OP),
+        seg("instructions(joined)", "system", TOKEN, OP),
+    ]
+    assert [s for s in got if floor.find(s.text)] == joined
