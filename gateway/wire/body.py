@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import binascii
 import json
+import logging
 import math
 import re
 import zlib
@@ -160,6 +161,11 @@ _KNOWN_HEADERS = frozenset({"content-disposition", "content-type", "content-tran
 _KNOWN_PARAMS = frozenset({"name", "filename"})
 
 
+# python-multipart logs a warning for each malformed body before it raises:
+# a client could fill the log with them, and the 400 already says it.
+_QUIET = logging.Logger("python_multipart.quiet", logging.CRITICAL + 1)
+
+
 @dataclass(slots=True)
 class _Part:
     headers: list[tuple[str, str]] = field(default_factory=list)
@@ -185,6 +191,7 @@ class _Form:
                 "on_end": self._end,
             },
         )
+        self.parser.logger = _QUIET
 
     def _begin(self) -> None:
         if len(self.parts) >= generic.MAX_SEGMENTS:
@@ -289,7 +296,11 @@ def _disposition(value: str) -> tuple[list[str], str | None, list[str]]:
     filenames: list[str] = []
     other: list[str] = []
     for key, raw in message.get_params([], header="content-disposition")[1:]:
-        text = collapse_rfc2231_value(raw)
+        try:
+            text = collapse_rfc2231_value(raw)
+        except (LookupError, ValueError):
+            # An RFC 2231 charset no codec has: the value as it was sent.
+            text = raw[2] if isinstance(raw, tuple) else raw
         base = key.lower().rstrip("*")
         if base == "name":
             names.append(text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import logging
 import zipfile
 import zlib
 
@@ -459,3 +460,17 @@ def test_an_uploaded_file_whose_requests_cannot_be_read_is_400(
     with pytest.raises(BadRequest) as info:
         request_segments("/v1/files", "", FORM, _form(_file("b.jsonl", b"{}\n")))
     assert info.value.code == "invalid_payload"
+
+
+def test_a_field_name_in_an_unknown_charset_is_read_as_sent() -> None:
+    body = _form(("Content-Disposition: form-data; name*=ut\x00f-8''caf%C3%A9", b"x"))
+    texts = _texts(body)
+    assert texts["form[0].name"] == "caf\xc3\xa9"
+
+
+def test_a_malformed_form_is_not_logged(caplog: pytest.LogCaptureFixture) -> None:
+    # The 400 says it; a client must not be able to fill the log.
+    body = _form(("Content-Disposition form-data", b"1"))
+    with caplog.at_level(logging.DEBUG), pytest.raises(BadRequest):
+        request_segments("/v1/files", "", FORM, body)
+    assert caplog.records == []
