@@ -78,6 +78,7 @@ WRAPPED: dict[str, str] = {
     "entities, named": html.escape(f'<a title="{GITHUB}">x</a>').replace("_", "&lowbar;"),
     "hex": f"payload {GITHUB.encode().hex()}",
     "hex, uppercase": GITHUB.encode().hex().upper(),
+    "hex, 0x prefix": "0x" + GITHUB.encode().hex(),
     "hex wrapped at 60 (xxd -p)": wrap(ENV.encode().hex(), 60),
     "backslash x": 'k = "' + "".join(f"\\x{b:02x}" for b in GITHUB.encode()) + '"',
     "backslash u": "".join(f"\\u{ord(c):04x}" for c in GITHUB),

@@ -15,25 +15,31 @@ from, so it is not reported again.
 
 The steps, and the test that keeps clean text from paying for them:
 
-  normalisation   only lines that are not ASCII (``str.isascii`` per 4 KiB):
-                  default-ignorable characters (zero-width, joiners, soft
-                  hyphen, variation selectors, tags) and combining marks are
-                  dropped, NFKC is applied, and letters, digits and dashes that
-                  look like ASCII ones are folded to them (`FOLD`)
+  normalisation   only for text that is not ASCII. NFKC for the whole text
+                  (fullwidth and mathematical letters, no-break spaces), when
+                  ``unicodedata.is_normalized`` says it changes anything. Then
+                  the tokens where an ASCII letter or digit meets a character
+                  outside Latin-1 (found with one encode, translate and find)
+                  lose their default-ignorable characters (zero-width, joiners,
+                  soft hyphen, variation selectors, tags) and combining marks,
+                  and have letters, digits and dashes that look like ASCII ones
+                  folded to them (`FOLD`). Prose in another script has no such
+                  tokens and is left alone.
   escapes         only where ``%``, ``&``, ``\\`` or ``0x`` occur, then a search
                   led by that literal: the whitespace-free token around each
                   ``%XX``, ``&name;``/``&#NN;``/``&#xHH;``, ``\\xHH``/``\\uHHHH``
-                  is decoded; ``0x67, 0x68, ...`` lists are decoded as hex
+                  is decoded; ``0x67, 0x68, ...`` lists are decoded as hex.
   base64 and hex  one ``bytes.translate`` and one ``find``: runs of 16 or more
                   base64 characters, with the lines that continue them (wrapped
                   output, ``# `` comment prefixes, ``\\n`` escapes, quoted
-                  pieces). Lowercase or uppercase words and identifiers, and
-                  CamelCase names, are not base64 of anything and are skipped.
-                  Decoded bytes are kept as text only when they read as text;
-                  binary is dropped unless it is the DER of a private key
-                  (PKCS#1, PKCS#8, encrypted PKCS#8, SEC1) or an OpenSSH key,
-                  which is itself a finding (kind ``private_key``, value the
-                  key bytes in base64).
+                  pieces); hex may have a ``0x`` prefix. Lowercase or uppercase
+                  words and names, CamelCase names, and hex that does not spell
+                  ASCII text or start a DER structure (hashes, ids) are turned
+                  away before anything is decoded. Decoded bytes are kept as
+                  text only when they read as text; binary is dropped unless it
+                  is the DER of a private key (PKCS#1, PKCS#8, encrypted
+                  PKCS#8, SEC1) or an OpenSSH key, which is itself a finding
+                  (kind ``private_key``, value the key bytes in base64).
 
 Bounds: at most `MAX_DEPTH` decoding steps; within a step every character is
 decoded a bounded number of times (a block whole, then its lines one by one);
@@ -668,6 +674,14 @@ def _blocks(
         # ASCII text or starts a DER structure; a wrapped block of either
         # starts with such a line.
         run = text[start:end]
+        if run[1:2] in "xX" and run[0] == "0" and not run[2:].lstrip(_HEX_DIGITS):
+            # 0x-prefixed hex: decoded in place of the prefix too, which would
+            # otherwise be glued to what it decodes to.
+            if len(run) % 2 == 0:
+                result.decoded_chars += len(run)
+                _found(bytes.fromhex(run[2:]), start, end, items, keys)
+            at = img.find(_NEED, floor)
+            continue
         if not run.lstrip(_HEX_DIGITS):
             if len(run) % 2 or run[0] not in _HEX_LEADS:
                 at = img.find(_NEED, floor)
