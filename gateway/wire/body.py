@@ -158,7 +158,6 @@ def _adapter_segments(path: str, payload: object) -> list[Segment]:
 _IDENTITY_TRANSFER = ("", "7bit", "8bit", "binary")
 # Part headers whose meaning is known; any other is scanned as text.
 _KNOWN_HEADERS = frozenset({"content-disposition", "content-type", "content-transfer-encoding"})
-_KNOWN_PARAMS = frozenset({"name", "filename"})
 
 
 # python-multipart logs a warning for each malformed body before it raises:
