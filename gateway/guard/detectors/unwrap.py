@@ -159,9 +159,14 @@ def find(text: str, scan: Scan) -> list[tuple[str, str]]:
     img = None
     if text.isascii():
         img = text.encode("ascii").translate(_IMAGE)
-        if img.find(_NEED) < 0 and not ("%" in text or "&" in text or "\\" in text or "0x" in text):
+        if img.find(_NEED) < 0 and not _has_escapes(text):
             return [(f.kind, text[f.start : f.end]) for f in findings]
     return _walk(text, findings, scan, img).found
+
+
+def _has_escapes(text: str) -> bool:
+    # A literal check first: a search led by the same literal costs more when it is absent.
+    return any(literal in text and rx.search(text) for literal, rx in _LED_BY)
 
 
 def walk(text: str, scan: Scan) -> Walk:
@@ -371,14 +376,20 @@ def _normalised(text: str) -> tuple[str, list[_Item] | None] | None:
 
 
 def _token_edits(text: str) -> list[_Item]:
-    # Latin-1 keeps accented letters as one byte each; other characters become "?".
-    img = text.encode("latin-1", "replace").translate(_MIX_IMAGE)
+    # Latin-1 keeps accented letters as one byte each; other characters become
+    # "?". Punctuation that meets words in ordinary text (and "?" itself) is
+    # blanked first, each a replace of one character, so that it makes no hits.
+    plain = text
+    for char in _PLAIN:
+        if char in plain:
+            plain = plain.replace(char, " ")
+    img = plain.encode("latin-1", "replace").translate(_MIX_IMAGE)
     hits = [*_positions(img, b"an"), *_positions(img, b"na")]
     hits.sort()
     edits: list[_Item] = []
     floor = 0
     for pos in hits:
-        if pos < floor or text[pos] in _PLAIN or text[pos + 1] in _PLAIN:
+        if pos < floor:
             continue
         lo = max(floor, *(text.rfind(c, floor, pos) + 1 for c in _WHITESPACE))
         token_end = _TOKEN_END_RE.match(text, pos)
@@ -391,8 +402,7 @@ def _token_edits(text: str) -> list[_Item]:
     return edits
 
 
-# Punctuation that meets words in ordinary text, and a real "?": not worth a look.
-_PLAIN = frozenset("?\u2018\u2019\u201c\u201d\u2014\u2026\u2022\u2032\u2033\u20ac\u2122")
+_PLAIN = "?\u2018\u2019\u201c\u201d\u2014\u2026\u2022\u20ac"
 
 
 def _positions(data: bytes, needle: bytes) -> list[int]:
@@ -549,6 +559,7 @@ _U_RUN_RE = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
 _U_OTHER_RE = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}|\\U([0-9A-Fa-f]{8})")
 _HEX_LIST_RE = re.compile(r"0x[0-9A-Fa-f]{2}(?:[ \t]{0,2}[,;:]?[ \t]{0,2}0x[0-9A-Fa-f]{2}){7,}")
 _HEX_PAIR_RE = re.compile(r"0x([0-9A-Fa-f]{2})")
+_LED_BY = (*_ESCAPES, ("0x", _HEX_LIST_RE))
 
 
 def _escapes(text: str, items: list[_Item], keys: list[_Item], result: Walk) -> None:
