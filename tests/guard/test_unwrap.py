@@ -348,6 +348,13 @@ def test_bare_body_of_other_der_passes(name: str) -> None:
     assert find(wrap(b64(NOT_KEYS[name]), 64)) == []
 
 
+@pytest.mark.parametrize("cut", [1, 2, 3])
+def test_a_window_that_starts_inside_a_base64_run(cut: int) -> None:
+    # The pipeline scans a large text in overlapping windows; one may start anywhere.
+    text = wrap(b64(("x" * 90 + "\n" + ENV) * 3))
+    assert ("github_token", GITHUB) in find(text[cut + 200 :])
+
+
 def test_a_pem_key_is_reported_once() -> None:
     assert [kind for kind, _ in find(PKCS8_RSA_PEM)] == ["private_key"]
 

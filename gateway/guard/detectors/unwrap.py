@@ -728,19 +728,25 @@ def _block(
     text: str, lines: list[tuple[int, int]], items: list[_Item], keys: list[_Item], result: Walk
 ) -> None:
     """Decode a block whole; failing that, each of its lines long enough to be a run."""
-    if len(lines) > 1:
-        joined = "".join(text[s:e] for s, e in lines)
-        if _try_run(joined, lines[0][0], lines[-1][1], items, keys, result):
-            return
-    for s, e in lines:
-        if e - s < _MIN_RUN or _try_run(text[s:e], s, e, items, keys, result):
-            continue
-        if "-" in text[s:e] or "_" in text[s:e]:
-            # A standard run glued to a word by "-" or "_": its longest piece without them.
-            core = max(_GLUE_RE.split(text[s:e]), key=len)
-            if len(core) >= _MIN_RUN:
-                at = text.index(core, s, e)
-                _try_run(core, at, at + len(core), items, keys, result)
+    start, end = lines[0][0], lines[-1][1]
+    joined = "".join(text[s:e] for s, e in lines)
+    if _try_run(joined, start, end, items, keys, result):
+        return
+    if start == 0 and joined.lstrip(_HEX_DIGITS):  # base64 only: hex has no groups
+        # The text may be a window cut from a larger one (the pipeline scans
+        # large texts in overlapping windows), its first run cut mid-group.
+        for cut in (1, 2, 3):
+            if _try_run(joined[cut:], start, end, items, keys, result):
+                return
+    for s, e in lines if len(lines) > 1 else ():
+        if e - s >= _MIN_RUN:
+            _try_run(text[s:e], s, e, items, keys, result)
+    if len(lines) == 1 and ("-" in joined or "_" in joined):
+        # A standard run glued to a word by "-" or "_": its longest piece without them.
+        core = max(_GLUE_RE.split(joined), key=len)
+        if len(core) >= _MIN_RUN:
+            at = text.index(core, start, end)
+            _try_run(core, at, at + len(core), items, keys, result)
 
 
 def _try_run(
