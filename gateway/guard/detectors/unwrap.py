@@ -165,8 +165,9 @@ def find(text: str, scan: Scan) -> list[tuple[str, str]]:
 
 
 def _has_escapes(text: str) -> bool:
-    # A literal check first: a search led by the same literal costs more when it is absent.
-    return any(literal in text and rx.search(text) for literal, rx in _LED_BY)
+    # One character checked first: a search for one is a memchr, for two or a
+    # regex led by them a slower scan.
+    return any(literal[0] in text and rx.search(text) for literal, rx in _LED_BY)
 
 
 def walk(text: str, scan: Scan) -> Walk:
@@ -625,7 +626,7 @@ def _u_other(m: re.Match[str]) -> str:
 
 
 def _hex_lists(text: str, items: list[_Item], keys: list[_Item], result: Walk) -> None:
-    if "0x" not in text:
+    if "0" not in text or "0x" not in text:
         return
     for m in _HEX_LIST_RE.finditer(text):
         result.decoded_chars += m.end() - m.start()
