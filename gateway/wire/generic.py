@@ -367,44 +367,28 @@ def _add_named_value(
 def add_joined(
     out: list[Segment], pieces: list[str], path: str, role: str, index: int | None
 ) -> None:
-    """One OPAQUE segment of ``pieces`` joined, for a token split across them."""
-    if len(pieces) < 2:
-        return
-    text = "".join(pieces)
-    if len(text) > _JOIN_MAX:
-        text = _around_joins(pieces, text)
-    starts = _piece_starts(pieces)
-    if starts:
-        text = "\n".join([text, *starts])
-    _append(out, text, path, role, OPAQUE, index)
-
-
-def _piece_starts(pieces: list[str]) -> list[str]:
-    """From each piece on, the pieces joined, one window per line.
+    """One OPAQUE segment of ``pieces`` joined, for a token split across them.
 
     Detectors check what precedes a token (``xghp_...`` is not a token), and in
-    the join a piece's first character follows the previous piece's last: a
-    token that starts a piece is read again from a line of its own. The last
-    piece is a segment of its own already.
+    the join a piece's first character follows the previous piece's last: so
+    each piece that follows a non-space is also read from its own start, a
+    window per line. (The last piece is a segment of its own already.)
     """
-    lines: list[str] = []
+    if len(pieces) < 2:
+        return
+    whole = "".join(pieces)
+    lines = [whole if len(whole) <= _JOIN_MAX else _around_joins(pieces, whole)]
     budget = _JOIN_MAX
-    for i in range(1, len(pieces) - 1):
-        if pieces[i - 1][-1].isspace():
-            continue
-        taken: list[str] = []
-        size = 0
-        for piece in islice(pieces, i, None):
-            taken.append(piece)
-            size += len(piece)
-            if size >= _JOIN_WINDOW:
+    at = 0
+    for piece in islice(pieces, len(pieces) - 2):
+        at += len(piece)
+        if not piece[-1].isspace():
+            line = whole[at : at + _JOIN_WINDOW]
+            lines.append(line)
+            budget -= len(line)
+            if budget <= 0:
                 break
-        line = "".join(taken)[:_JOIN_WINDOW]
-        lines.append(line)
-        budget -= len(line)
-        if budget <= 0:
-            break
-    return lines
+    _append(out, "\n".join(lines), path, role, OPAQUE, index)
 
 
 def _around_joins(pieces: list[str], joined: str) -> str:
@@ -536,26 +520,6 @@ def _parse(text: str) -> list[object] | None:
     return value if isinstance(value, list) else None
 
 
-def _leaves(value: list[object], into: list[str], depth: int) -> None:
-    """The non-empty strings of parsed JSON, in order, without its keys."""
-    if depth > MAX_DEPTH:
-        return
-    if isinstance(value, _Members):
-        for _, item in value:
-            if type(item) is str:
-                if item:
-                    into.append(item)
-            elif isinstance(item, list):
-                _leaves(item, into, depth + 1)
-        return
-    for item in value:
-        if type(item) is str:
-            if item:
-                into.append(item)
-        elif isinstance(item, list):
-            _leaves(item, into, depth + 1)
-
-
 def _hides_text(text: str) -> bool:
     # Only these escapes can hide the characters of a name or a token from a
     # scan of the raw text; \n, \t, \" and \\ cannot join what they separate.
@@ -597,15 +561,7 @@ def add_arguments(
     if isinstance(value, str):
         add_text(out, value, path, role, trust, index)
         if value[:1] in _JSON_HEADS and len(value) <= _EMBEDDED_MAX:
-            if _worth_parsing(value):
-                _embedded(out, value, path, role, trust, index, _EMBEDDED_NESTING, [])
-            else:
-                # The common case: no member to judge, only the leaves to join.
-                parsed = _parse(value)
-                if parsed is not None:
-                    leaves: list[str] = []
-                    _leaves(parsed, leaves, 1)
-                    add_joined(out, leaves, path + "(joined)", role, index)
+            _embedded(out, value, path, role, trust, index, _EMBEDDED_NESTING, [])
         return
     walk_free(value, path, role, trust, index, out, depth)
     if isinstance(value, dict | list):
