@@ -88,12 +88,33 @@ _PRIO_GENERIC = 1
 
 @dataclass(slots=True)
 class _Ctx:
+    """One scan's text, its hits, and how far context rules have already read.
+
+    Work per character must stay bounded on hostile input, so a rule that reads
+    past its anchor (a document, a query, a token run) remembers where it got to
+    and the next anchor inside that stretch does not read it again.
+    """
+
     text: str
     hits: list[tuple[int, int, str, int]]
     seen: set[int]
     # End of the last value read by the current keyword pass: a "name" inside
     # it is part of that value ("key=key=key=..." costs one hit, not thousands).
     value_end: int = -1
+    # End of the last Kubernetes document whose data was read.
+    k8s_until: int = -1
+    # The JWT header run being read (its end), and where no JWT can start before.
+    jwt_run_end: int = -1
+    jwt_skip: int = -1
+    jwt_tail_end: int = -1
+    jwt_tail_marker: bool = False
+    jwt_last_marker: int = -1
+    # The URL query of the last "sig=" read: its "?", how far it was read, and
+    # whether it holds a SAS field.
+    sas_query: int = -1
+    sas_read: int = -1
+    sas_fields: bool = False
+    service_account: bool | None = None
 
     def add(self, start: int, end: int, kind: str, prio: int) -> None:
         if end > start:
@@ -153,10 +174,11 @@ _UUID_RE = re.compile(
     r"\{?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\}?", _A
 )
 _HEX_RE = re.compile(r"[0-9A-Fa-f]+", _A)
-# Lowercase words or short pieces joined by separators: "shorter-version".
-_SLUG_RE = re.compile(
-    r"(?:[a-z]+|[0-9]+|[a-z0-9]{1,4})(?:[-_.](?:[a-z]+|[0-9]+|[a-z0-9]{1,4}))+", _A
-)
+# Lowercase words or short pieces joined by separators: "shorter-version". Each
+# piece is taken whole by the first way that fits it (atomic): with a choice left
+# open per piece, a failing "ab-ab-ab-...-X" took 2^pieces steps.
+_SLUG_PIECE = r"(?>[a-z]+(?![a-z0-9])|[0-9]+(?![a-z0-9])|[a-z0-9]{1,4}(?![a-z0-9]))"
+_SLUG_RE = re.compile(rf"{_SLUG_PIECE}(?:[-_.]{_SLUG_PIECE})+", _A)
 _HASH_PREFIX_RE = re.compile(r"(?:sha1|sha256|sha384|sha512|md5)[-:=]", re.I | _A)
 _B64_RE = re.compile(r"[A-Za-z0-9+/_-]+={0,2}", _A)
 
@@ -750,26 +772,62 @@ def _on_a(ctx: _Ctx, m: re.Match[str]) -> None:
 # ---------------------------------------------------------------------------
 
 _JWT_PASS_RE = re.compile(r"J(?<=eyJ)", _A)
+# The rule as one pattern (what _on_jwt matches, read in parts).
 _JWT_RE = re.compile(
     r"eyJ[A-Za-z0-9_-]{10,4096}\.[A-Za-z0-9_-]{10,16384}(?:\.[A-Za-z0-9_-]{0,4096}){0,3}", _A
 )
 
 
+_JWT_RUN_RE = re.compile(r"[A-Za-z0-9_-]*", _A)
+_JWT_TAIL_RE = re.compile(r"\.[A-Za-z0-9_-]{10,16384}(?:\.[A-Za-z0-9_-]{0,4096}){0,3}", _A)
+
+
 def _on_jwt(ctx: _Ctx, m: re.Match[str]) -> None:
+    """What _JWT_RE matches at the "eyJ", with a JSON header and no marker.
+
+    Every "eyJ" inside one run of header characters ends its header where the run
+    ends, and shares what follows, so the run and the tail are read once for all
+    of them ("-eyJ-eyJ-eyJ..." would otherwise read 4 KB per "eyJ").
+    """
+    text = ctx.text
     start = m.start() - 2
-    if not _left_ok(ctx.text, start):
+    if start < ctx.jwt_skip or not _left_ok(text, start):
         return
-    jm = _JWT_RE.match(ctx.text, start)
-    if jm is None or _has_marker(jm.group(0)):
+    if start >= ctx.jwt_run_end:
+        _jwt_run(ctx, start)
+    run_end = ctx.jwt_run_end
+    header = run_end - start - 3
+    if header < 10 or ctx.jwt_tail_end < 0:
+        ctx.jwt_skip = run_end  # later starts have shorter headers and the same tail
         return
-    header = jm.group(0).split(".", 1)[0]
-    try:
-        raw = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
-    except (binascii.Error, ValueError):
+    if header > 4096 or (run_end - start) % 4 == 1:
+        return  # too long for the pattern, or not base64 (four characters make three bytes)
+    if ctx.jwt_tail_marker or ctx.jwt_last_marker >= start:
         return
     # A JOSE header is a JSON object; anything else is a coincidence.
-    if raw.startswith(b'{"'):
-        ctx.add(start, jm.end(), "jwt", _PRIO_SPECIFIC)
+    if base64.urlsafe_b64decode(text[start : start + 4]).startswith(b'{"'):
+        ctx.add(start, ctx.jwt_tail_end, "jwt", _PRIO_SPECIFIC)
+        ctx.jwt_skip = run_end  # later starts in the run give hits inside this one
+
+
+def _jwt_run(ctx: _Ctx, start: int) -> None:
+    """Read the header run from ``start``, the tail after it, and their markers."""
+    text = ctx.text
+    run_end = _JWT_RUN_RE.match(text, start + 3).end()  # type: ignore[union-attr]
+    ctx.jwt_run_end = run_end
+    tm = _JWT_TAIL_RE.match(text, run_end)
+    ctx.jwt_tail_end = -1 if tm is None else tm.end()
+    if tm is None:
+        return
+    ctx.jwt_tail_marker = _has_marker(tm.group(0))
+    # Markers are letters and punctuation the header has none of, so none spans
+    # the "."; the header of a later start holds one if one starts after it.
+    last = -1
+    mm = _MARKER_RE.search(text, start, run_end)
+    while mm is not None:
+        last = mm.start()
+        mm = _MARKER_RE.search(text, last + 1, run_end)
+    ctx.jwt_last_marker = last
 
 
 _BEGIN_RE = re.compile(r"BEGIN(?<=-----BEGIN)", _A)
@@ -782,6 +840,8 @@ _PEM_BODY_RE = re.compile(
     r"([A-Za-z0-9+/=]{20,4096}+)(?![ \t]+[A-Za-z])",
     _A,
 )
+# What a header may be followed by and still be a key that was cut off.
+_PEM_BLANK_RE = re.compile(r"(?:[ \t\r\n\"']|\\n)*", _A)
 _B64_RUN_RE = re.compile(r"[A-Za-z0-9+/=]{20,8192}", _A)
 
 
@@ -798,15 +858,16 @@ def _on_begin(ctx: _Ctx, m: re.Match[str]) -> None:
     end_at = text.find("-----END ", body_start, limit)
     em = _PEM_END_RE.match(text, end_at) if end_at >= 0 else None
     body_end = em.start() if em is not None else min(len(text), body_start + 4096)
-    bm = _PEM_BODY_RE.match(text, body_start, body_end)
+    # The material of this key ends before the next header (read by its own turn).
+    bm = _PEM_BODY_RE.match(text, body_start, min(body_end, limit))
     if bm is not None and bm.group(1) is not None:
         material = text[bm.start(1) : min(body_end, bm.start(1) + 400)]
         if not _has_marker(material) and "EXAMPLE" not in material:
             end = em.end() if em is not None else _b64_block_end(text, body_start)
             ctx.add(start, end, "private_key", _PRIO_SPECIFIC)
         return
-    body = text[body_start:body_end]
-    if em is None and not body.replace("\\n", "").strip(" \t\r\n\"'"):
+    blank = _PEM_BLANK_RE.match(text, body_start, body_end)
+    if em is None and blank is not None and blank.end() == body_end:
         # A bare header at the very end: the key was cut off, not absent.
         ctx.add(start, body_start, "private_key", _PRIO_SPECIFIC)
 
@@ -1020,6 +1081,8 @@ def _credential_ok(user: str, pw: str) -> bool:
 
 
 _KEYWORD_RE = re.compile(r"pass|pw|secret|token|key|auth|cred|login", re.I | _A)
+
+
 _HE_VALUE_RE = re.compile(r"[A-Za-z0-9+/_~.=-]{32,200}", _A)
 _SAS_RE = re.compile(r"[A-Za-z0-9%+/]{30,200}(?:%3D|=){0,2}", _A)
 _NAME_BACK_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}\Z", _A)
@@ -1030,12 +1093,35 @@ def _on_eq(ctx: _Ctx, m: re.Match[str]) -> None:
     pos = m.start()
     if _at(text, "sig=", pos - 3) and pos >= 4 and text[pos - 4] in "?&":
         sm = _SAS_RE.match(text, pos + 1)
-        q0 = text.rfind("?", max(0, pos - 2048), pos)
-        query = text[q0:pos] if q0 >= 0 else ""
-        if sm is not None and ("sv=" in query or "se=" in query or "sp=" in query):
+        if sm is not None and _sas_query(ctx, pos):
             ctx.add(sm.start(), sm.end(), "azure_sas_token", _PRIO_SPECIFIC)
         return
     _on_high_entropy(ctx, m)
+
+
+_SAS_FIELD_RE = re.compile(r"s[vep]=", _A)
+
+
+def _sas_query(ctx: _Ctx, pos: int) -> bool:
+    """The query before "sig=" (from its "?", 2 KB back at most) has sv=, se= or sp=.
+
+    A query with many "&sig=" is read once: the "?" found for the one before
+    still holds when no "?" came since, and only the new part is read.
+    """
+    text = ctx.text
+    lo = max(0, pos - 2048)
+    q0 = text.rfind("?", max(lo, ctx.sas_read), pos)
+    if q0 >= 0:
+        ctx.sas_query, ctx.sas_read, ctx.sas_fields = q0, q0, False
+    elif ctx.sas_query < lo:
+        ctx.sas_query, ctx.sas_read, ctx.sas_fields = -1, pos, False
+        return False
+    if not ctx.sas_fields:
+        # Two characters of overlap: a field cut at the last read position.
+        from_ = max(ctx.sas_query, ctx.sas_read - 2)
+        ctx.sas_fields = _SAS_FIELD_RE.search(text, from_, pos) is not None
+    ctx.sas_read = pos
+    return ctx.sas_fields
 
 
 def _on_high_entropy(ctx: _Ctx, m: re.Match[str]) -> None:
@@ -1342,10 +1428,20 @@ def _emit_assignment(ctx: _Ctx, name: str, cls: int, vs: int, ve: int, quoted: b
     elif flat.endswith("authtoken") and _at(text, "/:", vs - len(name) - 3):
         kind = "npm_token"
     elif cls in (_PW, _BARE_PW):
-        line = text[text.rfind("\n", 0, vs) + 1 : vs].lower()
+        line = text[_line_start(text, vs) : vs].lower()
         if any(k in line for k in ("server=", "data source=", "database=", "host=")):
             kind = "db_connection_string"
     ctx.add(vs, ve, kind, _PRIO_GENERIC if cls == _WEAK else _PRIO_CONTEXT)
+
+
+# How far back a rule looks for the start of the line it is on: enough for the
+# keys of a connection string or a .netrc entry, and a bound on hostile lines.
+_LINE_BACK = 256
+
+
+def _line_start(text: str, pos: int) -> int:
+    lo = max(0, pos - _LINE_BACK)
+    return text.rfind("\n", lo, pos) + 1 or lo
 
 
 def _emit_auth_header(ctx: _Ctx, vs: int, ve: int, quoted: bool) -> None:
@@ -1564,13 +1660,16 @@ def _spaced_credential(text: str, name_start: int, m: re.Match[str]) -> bool:
         return _is_word(text[max(0, end - 7) : end], "sshpass")
     if not _is_word(text[name_start:end], "password"):
         return False
-    line_start = text.rfind("\n", 0, name_start) + 1
-    return _NETRC_LINE_RE.search(text, line_start, name_start) is not None
+    return _NETRC_LINE_RE.search(text, _line_start(text, name_start), name_start) is not None
 
 
 def _gcp_key_id(ctx: _Ctx, pos: int) -> None:
     rv = _read_value(ctx.text, pos)
-    if rv is None or "service_account" not in ctx.text:
+    if rv is None:
+        return
+    if ctx.service_account is None:
+        ctx.service_account = "service_account" in ctx.text
+    if not ctx.service_account:
         return
     vs, ve, _ = rv
     if ve - vs == 40 and _HEX_RE.fullmatch(ctx.text, vs, ve) is not None:
@@ -1608,11 +1707,18 @@ _K8S_ITEM_RE = re.compile(
 
 
 def _k8s_secret(ctx: _Ctx, kind_line: int) -> None:
-    """Values under data: / stringData: of the `kind: Secret` document."""
+    """Values under data: / stringData: of the `kind: Secret` document.
+
+    A document is read once, however many `kind: Secret` lines it holds; the
+    search for its start stops at the end of the last document read.
+    """
     text = ctx.text
-    doc_start = max(text.rfind("\n---", 0, kind_line), 0)
+    if kind_line < ctx.k8s_until:
+        return
+    doc_start = max(text.rfind("\n---", max(0, ctx.k8s_until), kind_line), 0)
     doc_end = text.find("\n---", kind_line)
     doc_end = len(text) if doc_end < 0 else doc_end
+    ctx.k8s_until = doc_end
     for dm in _K8S_DATA_RE.finditer(text, doc_start, doc_end):
         indent = len(dm.group(1).expandtabs(4))
         string_data = dm.group(2) == "stringData"
@@ -1665,20 +1771,29 @@ _CURL_USER_RE = re.compile(r"\s(?:-u|--user)(?:[ \t]{1,4}|=)", _A)
 def _on_curl(ctx: _Ctx, m: re.Match[str]) -> None:
     text = ctx.text
     start = end = m.end()
+    # The command runs to the end of the line, or further after "\" continuations,
+    # and stops at the next curl, so that repeated commands are read once.
     limit = min(len(text), start + 4096)
-    # The command runs to the end of the line, or further after "\" continuations.
+    nxt = _CURL_WORD_RE.search(text, start, limit)
+    limit = limit if nxt is None else nxt.start()
     while end < limit:
         nl = text.find("\n", end, limit)
         if nl < 0:
             end = limit
             break
         end = nl + 1
-        if not text[:nl].rstrip("\r").endswith("\\"):
+        if not _continued(text, nl):
             break
-    # Stop at the next curl so repeated commands are not rescanned.
-    nxt = _CURL_WORD_RE.search(text, start, end)
-    for um in _CURL_USER_RE.finditer(text, start, end if nxt is None else nxt.start()):
+    for um in _CURL_USER_RE.finditer(text, start, end):
         _curl_user(ctx, um.end())
+
+
+def _continued(text: str, nl: int) -> bool:
+    """The line ending at ``nl`` ends in a backslash (before any carriage returns)."""
+    i = nl
+    while i > 0 and text[i - 1] == "\r":
+        i -= 1
+    return i > 0 and text[i - 1] == "\\"
 
 
 def _curl_user(ctx: _Ctx, pos: int) -> None:
