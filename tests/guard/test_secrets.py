@@ -13,6 +13,7 @@ import random
 import string
 import time
 import uuid
+from collections.abc import Callable
 
 import pytest
 
@@ -537,3 +538,86 @@ def test_unless_secret_redacts_what_it_cannot_check(monkeypatch: pytest.MonkeyPa
 
     monkeypatch.setattr(secrets, "scan", broken)
     assert unless_secret("/v1/models") == REDACTED
+
+
+# ---------------------------------------------------------------------------
+# PEM private keys in other wrappings
+# ---------------------------------------------------------------------------
+
+PEM_LABELS = [
+    "RSA PRIVATE KEY",
+    "EC PRIVATE KEY",
+    "DSA PRIVATE KEY",
+    "OPENSSH PRIVATE KEY",
+    "ENCRYPTED PRIVATE KEY",
+    "PRIVATE KEY",
+]
+PEMS = {label: pem_private_key(label) for label in PEM_LABELS}
+LINE_PREFIXES = ["# ", "// ", "> ", "; ", "-- ", " * ", "    # ", "\t// ", ">> ", "#", "% ", "! "]
+
+
+def _prefixed(block: str, prefix: str) -> str:
+    return "\n".join(prefix + line for line in block.split("\n"))
+
+
+def _without_end(pem: str) -> str:
+    return pem[: pem.index("\n-----END")]
+
+
+def _kinds(text: str) -> list[str]:
+    return [f.kind for f in scan(text)]
+
+
+@pytest.mark.parametrize("label", PEM_LABELS)
+@pytest.mark.parametrize("prefix", LINE_PREFIXES)
+def test_private_key_behind_a_prefix_on_every_line(label: str, prefix: str) -> None:
+    for pem in (PEMS[label], _without_end(PEMS[label])):
+        text = "deploy notes:\n" + _prefixed(pem, prefix) + "\nthat was the key\n"
+        assert "private_key" in _kinds(text), text
+
+
+def test_legacy_encrypted_key_behind_comments() -> None:
+    lines = PEMS["RSA PRIVATE KEY"].split("\n")
+    headers = ["Proc-Type: 4,ENCRYPTED", "DEK-Info: AES-128-CBC," + rand(32, HEX).upper(), ""]
+    pem = "\n".join([lines[0], *headers, *lines[1:]])
+    assert "private_key" in _kinds(_prefixed(pem, " * "))
+    assert "private_key" in _kinds(_prefixed(pem, "# "))
+
+
+def _java_concat(pem: str) -> str:
+    return "String key =\n" + " +\n".join(f'    "{line}\\n"' for line in pem.split("\n")) + ";"
+
+
+def _python_implicit(pem: str) -> str:
+    return "KEY = (\n" + "\n".join(f'    "{line}\\n"' for line in pem.split("\n")) + "\n)"
+
+
+def _crlf_json(pem: str) -> str:
+    return json.dumps({"private": pem.replace("\n", "\r\n")})
+
+
+def _json_in_json(pem: str) -> str:
+    return json.dumps({"body": json.dumps({"key": pem})})
+
+
+def _array_of_lines(pem: str) -> str:
+    return json.dumps({"lines": pem.split("\n")})
+
+
+ENCODINGS = [_java_concat, _python_implicit, _crlf_json, _json_in_json, _array_of_lines]
+
+
+@pytest.mark.parametrize("label", PEM_LABELS)
+@pytest.mark.parametrize("encode", ENCODINGS, ids=lambda f: f.__name__)
+def test_private_key_in_escaped_or_concatenated_strings(
+    label: str, encode: Callable[[str], str]
+) -> None:
+    for pem in (PEMS[label], _without_end(PEMS[label])):
+        assert "private_key" in _kinds(encode(pem)), encode(pem)
+
+
+@pytest.mark.parametrize("prefix", ["", *LINE_PREFIXES])
+def test_public_keys_and_certificates_still_pass_in_any_wrapping(prefix: str) -> None:
+    for block in (PUBLIC_PEM, CERT, SSH_RSA, SSH_ED):
+        for text in (_prefixed(block, prefix), *(encode(block) for encode in ENCODINGS)):
+            assert scan(text) == [], text

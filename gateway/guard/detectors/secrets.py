@@ -833,10 +833,12 @@ def _jwt_run(ctx: _Ctx, start: int) -> None:
 _BEGIN_RE = re.compile(r"BEGIN(?<=-----BEGIN)", _A)
 _PEM_HEAD_RE = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
 _PEM_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
-# Between the header and the key material: escaped or real line breaks, quotes
-# and concatenation of keys pasted into code, and "Proc-Type:" header lines.
+# Between the header and the key material: real or escaped line breaks (escaped
+# once or more), quotes and concatenation of keys pasted into code, comment and
+# quote marks in front of every line (# // -- ; > * ! %), "Proc-Type:" lines.
 _PEM_BODY_RE = re.compile(
-    r"(?:\s|\\[nr]|[\"',+]|[A-Za-z-]{2,30}: [^\n\\]{1,200}(?:\\n|\n)){0,64}"
+    r"(?:\s|\\+[nr]|[\"',+#;>*!%]|/{2,}(?=\s)|--(?=\s)"
+    r"|[A-Za-z-]{2,30}: [^\n\\]{1,200}(?:\\+n|\n)){0,64}"
     r"([A-Za-z0-9+/=]{20,4096}+)(?![ \t]+[A-Za-z])",
     _A,
 )
