@@ -46,8 +46,8 @@ def jwt() -> str:
     return f"{header}.{payload}.{b64url(_RNG.randbytes(32))}"
 
 
-def pem_private_key(label: str = "RSA PRIVATE KEY") -> str:
-    lines = [b64(_RNG.randbytes(48)) for _ in range(6)]
+def pem_private_key(label: str = "RSA PRIVATE KEY", lines_of_key: int = 6) -> str:
+    lines = [b64(_RNG.randbytes(48)) for _ in range(lines_of_key)]
     return "-----BEGIN " + label + "-----\n" + "\n".join(lines) + "\n-----END " + label + "-----"
 
 
@@ -621,3 +621,61 @@ def test_public_keys_and_certificates_still_pass_in_any_wrapping(prefix: str) ->
     for block in (PUBLIC_PEM, CERT, SSH_RSA, SSH_ED):
         for text in (_prefixed(block, prefix), *(encode(block) for encode in ENCODINGS)):
             assert scan(text) == [], text
+
+
+# ---------------------------------------------------------------------------
+# Long values under password and strong names
+# ---------------------------------------------------------------------------
+
+
+def _kubeconfig() -> tuple[str, str, str]:
+    cert = b64(CERT.encode())
+    key = b64(pem_private_key("RSA PRIVATE KEY", 26).encode())  # a 2048-bit key: 2.3 KB
+    config = (
+        "apiVersion: v1\nkind: Config\nusers:\n- name: admin\n  user:\n"
+        f"    client-certificate-data: {cert}\n    client-key-data: {key}\n"
+    )
+    return config, cert, key
+
+
+def test_kubeconfig_client_key_data_is_judged_however_long() -> None:
+    config, cert, key = _kubeconfig()
+    assert len(key) > 2000
+    start = config.index(key)
+    spans = [(f.kind, f.start, f.end) for f in scan(config)]
+    assert spans == [("secret_assignment", start, start + len(key))]
+    assert config.index(cert) not in [s for _, s, _ in spans]
+
+
+LONG_PW = "Zq" + rand(298, B62 + "!#%&*+-?@^_~")
+
+
+@pytest.mark.parametrize(
+    ("kind", "before", "secret", "after"),
+    [
+        ("password_assignment", "db:\n  password: ", LONG_PW, "\n"),
+        ("password_assignment", '{"db_password": "', LONG_PW, '"}'),
+        ("secret_assignment", "aws_session_token = ", rand(700, B64) + "==", "\n"),
+        ("secret_assignment", '"client_secret": "', rand(1500, B64URL), '"'),
+        ("bearer_token", "Authorization: Bearer ", rand(600, B64URL), "\n"),
+    ],
+)
+def test_long_values_are_judged(kind: str, before: str, secret: str, after: str) -> None:
+    text = before + secret + after
+    start = text.index(secret)
+    assert (kind, start, start + len(secret)) in [(f.kind, f.start, f.end) for f in scan(text)]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "secret: " + "This value is a long description of what the secret is for. " * 6,
+        '"client_secret": "' + "line one of a note\\n" * 20 + '"',
+        "password: " + "x" * 300,
+        "password: " + "REDACTED" * 40,
+        "cache_key: " + rand(300),
+        "client-certificate-data: " + b64(CERT.encode()),
+    ],
+)
+def test_long_prose_placeholders_and_weak_names_still_pass(text: str) -> None:
+    assert scan(text) == [], [(f.kind, f.start, f.end) for f in scan(text)]

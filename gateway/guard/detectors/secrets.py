@@ -262,6 +262,10 @@ def _is_wordy(v: str) -> bool:
 
 
 def _is_placeholder(v: str) -> bool:
+    if len(v) > _SHORT_VALUE:
+        # Placeholders say so at their start or end; deep inside kilobytes of random
+        # characters a "here" or six equal letters in a row are chance.
+        return _is_placeholder(v[:64]) or _is_placeholder(v[-64:])
     low = v.lower()
     if low in _PLACEHOLDER_VALUES or _has_marker(v) or "example" in low:
         return True
@@ -1318,19 +1322,28 @@ def _classify(name: str) -> int:
 # Values after a key name
 # ---------------------------------------------------------------------------
 
-# Values are short: anything longer is a blob or a whole line, and the bound
-# keeps per-hit work constant on hostile input.
+# Most values are short. Under password and strong names a long one is judged
+# too (a key or certificate pasted as one base64 string, a session token), up to
+# a bound that keeps the work per keyword hit constant on hostile input.
+_SHORT_VALUE = 256
+_LONG_VALUE = 8192
 _VALUE_RE = re.compile(
-    r"[ \t]{0,8}(?:[fbrFBRuU@](?=[\"']))?(?:"
-    r"\\\"((?:[^\\\n]|\\(?!\")){0,512})\\\""
-    r"|\\'((?:[^\\\n]|\\(?!')){0,512})\\'"
-    r"|\"((?:[^\"\\\n]|\\.){0,512})\""
-    r"|'((?:[^'\\\n]|\\.){0,512})'"
-    r"|`([^`\n]{0,512})`"
-    r"|([^\s\"'`,;<|]{1,257})"
-    r")",
+    (
+        r"[ \t]{0,8}(?:[fbrFBRuU@](?=[\"']))?(?:"
+        r"\\\"((?:[^\\\n]|\\(?!\")){0,N})\\\""
+        r"|\\'((?:[^\\\n]|\\(?!')){0,N})\\'"
+        r"|\"((?:[^\"\\\n]|\\.){0,N})\""
+        r"|'((?:[^'\\\n]|\\.){0,N})'"
+        r"|`([^`\n]{0,N})`"
+        r"|([^\s\"'`,;<|]{1,N1})"
+        r")"
+    )
+    .replace("N}", f"{_LONG_VALUE}}}")
+    .replace("N1}", f"{_LONG_VALUE + 1}}}"),
     _A,
 )
+# Escaped line breaks and tabs: text of several lines, not one secret.
+_ESCAPED_WS_RE = re.compile(r"\\[nrt]", _A)
 _ANNOT_RE = re.compile(r"[ \t]{0,3}(?:\[[^\]\n]{0,40}\])?[ \t]{0,3}=(?!=)", _A)
 _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSER_RE = re.compile(r"[)\]}]")
@@ -1369,7 +1382,11 @@ def _read_value(text: str, i: int) -> tuple[int, int, bool] | None:
 
 def _value_ok(v: str, cls: int, quoted: bool, bare_key: bool = False) -> bool:
     n = len(v)
-    if n < (6 if cls in (_PW, _BARE_PW) else 8) or n > 256 or _WS_RE.search(v) is not None:
+    if n < (6 if cls in (_PW, _BARE_PW) else 8) or _WS_RE.search(v) is not None:
+        return False
+    if n > _SHORT_VALUE and (
+        n > _LONG_VALUE or cls == _WEAK or _ESCAPED_WS_RE.search(v) is not None
+    ):
         return False
     if cls == _WEAK:
         # Weak names ("*_key", "auth", "login") need a value that is clearly
@@ -1384,6 +1401,11 @@ def _value_ok(v: str, cls: int, quoted: bool, bare_key: bool = False) -> bool:
         return False  # paths, URLs, and the cheapest part of _is_reference
     if _HASH_PREFIX_RE.match(v) is not None or _is_placeholder(v) or _is_reference(v, quoted):
         return False
+    if n > _SHORT_VALUE:
+        # Pasted whole (a key or certificate as base64, a session token): judged by
+        # its characters; the word and name tests below are for short values, and
+        # kilobytes of random characters hold a word or a name by chance.
+        return _char_classes(v) >= 2 and _entropy(v) >= 3.5 and _SLUG_RE.fullmatch(v) is None
     if cls == _PW:
         return not _is_wordy(v) and not (_SLUG_RE.fullmatch(v) and not _has_digit(v))
     if cls == _BARE_PW:
@@ -1447,22 +1469,30 @@ def _line_start(text: str, pos: int) -> int:
 
 
 def _emit_auth_header(ctx: _Ctx, vs: int, ve: int, quoted: bool) -> None:
-    """Authorization: <scheme> <credentials>, or a bare credential."""
+    """Authorization: <scheme> <credentials>, or a bare credential.
+
+    Quoted, the scheme and the credentials are one string ("Bearer <token>").
+    """
     text = ctx.text
     v = text[vs:ve]
     scheme = v.lower()
-    if scheme in _SIGNED_SCHEMES:
-        return
-    if scheme not in _AUTH_SCHEMES:
-        if _value_ok(v, _STRONG, quoted):
-            ctx.add(vs, ve, "bearer_token", _PRIO_CONTEXT)
-        return
-    if not text.startswith((" ", "\t"), ve):
-        return
-    tv = _read_value(text, ve)
-    if tv is None:
-        return
-    ts, te, _ = tv
+    head, space, rest = scheme.partition(" ")
+    if quoted and space and head in _AUTH_SCHEMES and rest.strip(" "):
+        scheme = head
+        ts, te = ve - len(rest.lstrip(" ")), ve
+    else:
+        if scheme in _SIGNED_SCHEMES:
+            return
+        if scheme not in _AUTH_SCHEMES:
+            if _value_ok(v, _STRONG, quoted):
+                ctx.add(vs, ve, "bearer_token", _PRIO_CONTEXT)
+            return
+        if not text.startswith((" ", "\t"), ve):
+            return
+        tv = _read_value(text, ve)
+        if tv is None:
+            return
+        ts, te, _ = tv
     tok = text[ts:te]
     if scheme == "basic":
         if _basic_ok(tok, header=True):
@@ -1606,7 +1636,7 @@ def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
         return  # "token, value = ..." is a tuple, not a name/value pair
     if form == 4:
         if before == "<":
-            end = text.find("<", op_end, op_end + 1024)
+            end = text.find("<", op_end, op_end + _LONG_VALUE + 1)
             if end > op_end:
                 _emit_assignment(ctx, name, cls, op_end, end, True)
         return
