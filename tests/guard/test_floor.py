@@ -48,6 +48,7 @@ def test_holds_secret() -> None:
     assert floor.holds_secret(GITHUB)
     assert floor.holds_secret("%" + "%".join(f"{b:02x}" for b in GITHUB.encode()))
     assert floor.holds_secret("\u200b".join(GITHUB))
+    assert floor.holds_secret("/v1/files/" + "".join(f"%{b:02X}" for b in GITHUB.encode()))
     assert not floor.holds_secret("/v1/chat/completions")
     assert not floor.holds_secret("gpt-4o-mini")
 
