@@ -679,3 +679,107 @@ def test_long_values_are_judged(kind: str, before: str, secret: str, after: str)
 )
 def test_long_prose_placeholders_and_weak_names_still_pass(text: str) -> None:
     assert scan(text) == [], [(f.kind, f.start, f.end) for f in scan(text)]
+
+
+# ---------------------------------------------------------------------------
+# Key/value pairs parsed out of JSON: json.dumps(key) + ": " + json.dumps(value)
+# ---------------------------------------------------------------------------
+
+PAIR_KEYS = [
+    "password",
+    "passwd",
+    "pwd",
+    "db_password",
+    "DB_PASSWORD",
+    "Password",
+    "apiKey",
+    "api-key",
+    "api_key",
+    "x-api-key",
+    "X-API-Key",
+    "client_secret",
+    "clientSecret",
+    "aws_secret_access_key",
+    "AWS_SECRET_ACCESS_KEY",
+    "auth_token",
+    "authToken",
+    "access_token",
+    "refresh_token",
+    "secret",
+    "secret_key",
+    "private_key",
+    "token",
+    "passphrase",
+    "Authorization",
+]
+PAIR_VALUES = [
+    "Xq7!Lm2pR9vT#k4",
+    rand(40, B64URL),
+    'Tr0ub4"dor&3x!Q',  # a quote, escaped by json.dumps
+    "C0rr3ct\\Horse!9b",  # a backslash, escaped by json.dumps
+    rand(39, B64) + "Q",
+]
+
+
+def pair(key: str, value: str) -> str:
+    return json.dumps(key) + ": " + json.dumps(value)
+
+
+@pytest.mark.parametrize("key", PAIR_KEYS)
+@pytest.mark.parametrize("value", PAIR_VALUES)
+def test_secret_in_a_key_value_pair_is_found(key: str, value: str) -> None:
+    assert secrets.names_secret(key)
+    if key == "Authorization":
+        value = "Bearer " + value
+    text = pair(key, value)
+    escaped = json.dumps(value)[1:-1]
+    start = text.index(escaped, len(json.dumps(key)))
+    spans = [(f.start, f.end) for f in scan(text)]
+    assert any(s >= start and e <= start + len(escaped) for s, e in spans), (text, spans)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("password", "changeme"),
+        ("password", ""),
+        ("password", "${DB_PASSWORD}"),
+        ("token_count", "12"),
+        ("max_tokens", "4096"),
+        ("keyboard", "qwerty"),
+        ("api_key", "${OPENAI_API_KEY}"),
+        ("api_key", "<your-api-key>"),
+        ("secret_name", "prod/db/credentials"),
+        ("token_type", "Bearer"),
+        ("auth", "none"),
+        ("password_policy", "at least 12 characters"),
+        ("authorization_url", "https://example.com/oauth/authorize"),
+        ("key", "user:1234:profile"),
+        ("public_key", SSH_ED),
+        ("login", "deploy-bot"),
+    ],
+)
+def test_ordinary_pairs_still_pass(key: str, value: str) -> None:
+    assert scan(pair(key, value)) == [], pair(key, value)
+
+
+@pytest.mark.parametrize(
+    ("key", "names"),
+    [
+        *((k, True) for k in PAIR_KEYS),
+        ("PASSWORD", True),
+        ("Login", True),
+        ("credentials", True),
+        ("keyboard", True),  # could: the scan decides
+        ("model", False),
+        ("messages", False),
+        ("temperature", False),
+        ("content", False),
+        ("role", False),
+        ("tool_choice", False),
+        ("", False),
+        ("pässwörd", False),  # the passes read non-ASCII as "?", so the same here
+    ],
+)
+def test_names_secret(key: str, names: bool) -> None:
+    assert secrets.names_secret(key) is names

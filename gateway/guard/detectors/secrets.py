@@ -48,7 +48,7 @@ from urllib.parse import unquote
 
 from gateway.guard.findings import Finding
 
-__all__ = ["KINDS", "REDACTED", "scan", "unless_secret"]
+__all__ = ["KINDS", "REDACTED", "names_secret", "scan", "unless_secret"]
 
 _A = re.ASCII
 
@@ -1087,6 +1087,9 @@ def _credential_ok(user: str, pw: str) -> bool:
 
 
 _KEYWORD_RE = re.compile(r"pass|pw|secret|token|key|auth|cred|login", re.I | _A)
+# The same words for text already lowercased: a literal-led search, several
+# times faster than a case-insensitive one on the short keys of JSON objects.
+_KEYWORD_LOW_RE = re.compile(_KEYWORD_RE.pattern)
 
 
 _HE_VALUE_RE = re.compile(r"[A-Za-z0-9+/_~.=-]{32,200}", _A)
@@ -2116,6 +2119,19 @@ def scan(text: str) -> list[Finding]:
                     last_end = m.end()
                     handler(ctx, m)
     return _resolve(ctx.hits) if ctx.hits else []
+
+
+def names_secret(key: str) -> bool:
+    """Whether ``key`` could name a secret: it holds a word the keyword passes
+    look for (pass, pw, secret, token, key, auth, cred, login, in any case).
+
+    For the wire adapters, which give the value of such a JSON member a segment
+    of its own, ``json.dumps(key) + ": " + json.dumps(value)``, so that a pair
+    parsed out of a tool input is judged as its text form would be.
+    """
+    if key.isascii():
+        return _KEYWORD_LOW_RE.search(key.lower()) is not None
+    return _KEYWORD_RE.search(key) is not None
 
 
 REDACTED = "[redacted]"
