@@ -7,9 +7,11 @@ prefixes, so this file holds no literal that a scanner would take for a credenti
 from __future__ import annotations
 
 import base64
+import binascii
 import hashlib
 import json
 import random
+import re
 import string
 import time
 import uuid
@@ -783,3 +785,62 @@ def test_ordinary_pairs_still_pass(key: str, value: str) -> None:
 )
 def test_names_secret(key: str, names: bool) -> None:
     assert secrets.names_secret(key) is names
+
+
+# ---------------------------------------------------------------------------
+# The JWT rule reads each header run once; it finds what its one pattern finds
+# ---------------------------------------------------------------------------
+
+
+def _outermost(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    kept: list[tuple[int, int]] = []
+    for s, e in sorted(set(spans), key=lambda se: (se[0], -se[1])):
+        if not kept or e > max(k[1] for k in kept):
+            kept.append((s, e))
+    return kept
+
+
+def _jwts_by_pattern(text: str) -> list[tuple[int, int]]:
+    """_JWT_RE tried at every left-bounded "eyJ", as the rule once did."""
+    found = []
+    for m in re.finditer("(?=eyJ)", text):
+        start = m.start()
+        if start and text[start - 1].isascii() and text[start - 1].isalnum():
+            continue
+        jm = secrets._JWT_RE.match(text, start)
+        if jm is None or secrets._MARKER_RE.search(jm.group(0)):
+            continue
+        header = jm.group(0).split(".", 1)[0]
+        try:
+            raw = base64.urlsafe_b64decode(header + "=" * (-len(header) % 4))
+        except (binascii.Error, ValueError):
+            continue
+        if raw.startswith(b'{"'):
+            found.append((start, jm.end()))
+    return _outermost(found)
+
+
+def _jwts_by_rule(text: str) -> list[tuple[int, int]]:
+    ctx = secrets._Ctx(text, [], set())
+    for m in secrets._JWT_PASS_RE.finditer(text):
+        secrets._on_jwt(ctx, m)
+    return _outermost([(s, e) for s, e, _, _ in ctx.hits])
+
+
+def test_jwt_rule_matches_its_pattern() -> None:
+    rng = random.Random(31)
+    # Header-like runs, dots, and what the rule has to notice: markers, spaces,
+    # "eyJ" inside runs, runs too short or too long.
+    parts = ["-eyJ", " eyJ", "eyJ", ".", ".", "-", "_", " ", "xxxx", "here", "a" * 4100]
+    checked = 0
+    for _ in range(8000):
+        text = "".join(
+            rng.choice(parts)
+            if rng.random() < 0.5
+            else "".join(rng.choices(B64URL, k=rng.randint(1, 16)))
+            for _ in range(rng.randint(1, 16))
+        )
+        expected = _jwts_by_pattern(text)
+        assert _jwts_by_rule(text) == expected, text
+        checked += bool(expected)
+    assert checked > 100

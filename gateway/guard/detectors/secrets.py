@@ -804,12 +804,12 @@ def _on_jwt(ctx: _Ctx, m: re.Match[str]) -> None:
     if header < 10 or ctx.jwt_tail_end < 0:
         ctx.jwt_skip = run_end  # later starts have shorter headers and the same tail
         return
-    if header > 4096 or (run_end - start) % 4 == 1:
-        return  # too long for the pattern, or not base64 (four characters make three bytes)
-    if ctx.jwt_tail_marker or ctx.jwt_last_marker >= start:
-        return
-    # A JOSE header is a JSON object; anything else is a coincidence.
-    if base64.urlsafe_b64decode(text[start : start + 4]).startswith(b'{"'):
+    if header > 4096 or ctx.jwt_tail_marker or ctx.jwt_last_marker >= start:
+        return  # too long for the pattern, or a placeholder
+    # A JOSE header is a JSON object. Base64 of length 4k+1 does not decode, any
+    # other length does, and its first three bytes come from its first four characters.
+    head = base64.urlsafe_b64decode(text[start : start + 4])
+    if (run_end - start) % 4 != 1 and head.startswith(b'{"'):
         ctx.add(start, ctx.jwt_tail_end, "jwt", _PRIO_SPECIFIC)
         ctx.jwt_skip = run_end  # later starts in the run give hits inside this one
 
