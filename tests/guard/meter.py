@@ -29,6 +29,10 @@ runs on one text:
 
 Every count is a function of the text alone, so a test can compare the steps for a
 text and for four copies of it.
+
+What this does not see is backtracking: a regex that tries 2^k ways through k
+copies of a piece reads no further than one that tries one. ``ambiguities``
+looks for the repeats that allow that, in the patterns themselves.
 """
 
 from __future__ import annotations
@@ -45,11 +49,11 @@ from typing import Any, SupportsIndex
 _METER_FILE = __file__
 
 
-class Counter:
+class _Steps:
     steps: int = 0
 
 
-_COUNT = Counter()
+_COUNT = _Steps()
 
 
 def _add(n: int) -> None:
@@ -293,8 +297,8 @@ def ambiguities(pattern: re.Pattern[Any], tries: int = 12) -> list[str]:
 
     A repeat whose body matches some text two ways (two alternatives of a branch
     in it match the same sample), or in which one iteration matches what two
-    iterations also match, gives 2^k ways to match k copies of that text: a failing match
-    tries them all. Possessive repeats and atomic groups commit, so are exempt.
+    iterations also match, gives 2^k ways to match k copies of that text, and a
+    failing match tries them all. Possessive repeats and atomic groups commit.
     Samples are drawn from the parse tree and checked with the real engine, so
     the findings are real (what is not sampled is not found).
     """

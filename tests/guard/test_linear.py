@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import re
+import types
 from collections.abc import Callable, Iterable, Iterator
 from re import _constants as sre  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
@@ -326,3 +327,49 @@ def test_no_pattern_can_backtrack_exponentially(module: object) -> None:
     # inside one 60-character value. Ambiguous repeats are found here instead.
     found = {p.pattern[:80]: a for p in module_patterns(module) if (a := ambiguities(p))}
     assert not found, found
+
+
+# ---------------------------------------------------------------------------
+# The meter itself
+# ---------------------------------------------------------------------------
+
+
+def test_meter_tells_a_rescan_from_a_single_pass() -> None:
+    toy = types.ModuleType("toy")
+    toy.RX = re.compile(r"x[ \t]*y")  # type: ignore[attr-defined]
+
+    def per_anchor_to_the_end(text: str) -> None:
+        for i in range(0, len(text), 8):
+            toy.RX.search(text, i)  # no match: each search reads to the end
+
+    def once(text: str) -> None:
+        pos = 0
+        while (m := toy.RX.search(text, pos)) is not None:
+            pos = m.end()
+
+    with Meter(toy, calls=False) as meter:
+        for detect, expected in ((per_anchor_to_the_end, 16), (once, 4)):
+            small = meter.steps_of(detect, "x  z    " * 200)
+            large = meter.steps_of(detect, "x  z    " * 800)
+            assert abs(large / small - expected) < 0.5, (detect.__name__, large / small)
+
+
+def test_reach_is_what_the_engine_may_read() -> None:
+    toy = types.ModuleType("toy")
+    toy.RX = re.compile(r"ab[ \t]*(?=[0-9]{3})c|abz")  # type: ignore[attr-defined]
+    with Meter(toy, calls=False):
+        proxy = toy.RX
+        # The spaces there are, then the three characters the lookahead reads.
+        assert proxy.reach("ab     123c", 0, 11) == 2 + 5 + 3 + 1
+        assert proxy.reach("ab     x", 0, 8) == 2 + 5 + 1
+        assert proxy.reach("ax" + " " * 50, 0, 52) == 2
+        assert proxy.reach("ab" + " " * 50, 0, 30) == 30  # never past endpos
+
+
+def test_ambiguous_repeats_are_found() -> None:
+    assert ambiguities(re.compile(r"(?:a|ab?)+c"))
+    assert ambiguities(re.compile(r"(?:[a-z]+)+!"))
+    assert ambiguities(re.compile(r"[a-z]+(?:-(?:[a-z]+|[a-z0-9]{1,4}))+"))
+    assert not ambiguities(re.compile(r"(?:[a-z]+-)+!"))
+    assert not ambiguities(re.compile(r"(?>[a-z]+|[a-z0-9]{1,4})+!"))
+    assert not ambiguities(re.compile(r"(?:[a-z]++)+!"))
