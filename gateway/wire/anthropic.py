@@ -90,6 +90,8 @@ _KNOWN = keys(
     "max_tokens",
     "messages",
     "model",
+    # Bedrock and Vertex AI name the API version in the body.
+    "anthropic_version",
     "billing_policy",
     "cache_control",
     "compaction",
@@ -118,7 +120,13 @@ _KNOWN = keys(
     "workspace_id",
 )
 _OPAQUE = keys(
-    "container", "inference_geo", "service_tier", "speed", "user_profile_id", "workspace_id"
+    "anthropic_version",
+    "container",
+    "inference_geo",
+    "service_tier",
+    "speed",
+    "user_profile_id",
+    "workspace_id",
 )
 _FREE = keys("metadata")
 

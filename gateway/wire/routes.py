@@ -11,7 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gateway.wire import anthropic, generic, openai_assistants, openai_chat, openai_responses
+from gateway.wire import (
+    anthropic,
+    generic,
+    hosted,
+    openai_assistants,
+    openai_chat,
+    openai_responses,
+)
 from gateway.wire.base import Segment
 
 Adapter = Callable[[object], list[Segment]]
@@ -64,15 +71,38 @@ def adapter_for(path: str) -> Adapter:
         last == "items" and tail.rpartition("/")[0].endswith("conversations")
     ):
         return openai_responses.conversation_segments
-    return _assistants(key.split("/")) or generic.segments
+    elif last.endswith(_VERTEX_PREDICT):
+        return hosted.invoke_segments
+    parts = key.split("/")
+    return _bedrock(parts) or _assistants(parts) or generic.segments
 
 
-# threads/{id}/runs/{id}/submit_tool_outputs, every other component
-_OUTPUTS = ["threads", "runs", "submit_tool_outputs"]
+# Vertex AI: .../publishers/anthropic/models/{model}:rawPredict (and streamed).
+_VERTEX_PREDICT = (":rawpredict", ":streamrawpredict")
+_BEDROCK = {
+    "invoke": hosted.invoke_segments,
+    "invoke-with-response-stream": hosted.invoke_segments,
+    "converse": hosted.converse_segments,
+    "converse-stream": hosted.converse_segments,
+}
+
+
+def _bedrock(parts: list[str]) -> Adapter | None:
+    """Bedrock runtime: /model/{id}/invoke, /converse and their streamed forms.
+
+    The id may be an ARN whose slash arrives decoded, so ``model`` is looked for
+    anywhere before it.
+    """
+    adapter = _BEDROCK.get(parts[-1])
+    return adapter if adapter is not None and "model" in parts[:-2] else None
 
 
 def _under_messages(tail: str) -> bool:
     return tail.endswith("/v1/messages") or tail in ("/messages", "messages")
+
+
+# threads/{id}/runs/{id}/submit_tool_outputs, every other component
+_OUTPUTS = ["threads", "runs", "submit_tool_outputs"]
 
 
 def _assistants(parts: list[str]) -> Adapter | None:

@@ -10,7 +10,9 @@ Taken from the request types of the official SDKs (openai 3.57, anthropic
 2.15): the keys of the TypedDicts of chat completions, responses,
 conversations, assistants/threads, batches, embeddings, moderations and
 (beta) messages, and the string values of their ``Literal`` types, less model
-names and beta header names; plus JSON Schema keywords and formats.
+names and beta header names; plus JSON Schema keywords and formats, and
+Bedrock Converse's field names and values and the ``anthropic_version`` of
+Bedrock and Vertex AI.
 """
 
 from __future__ import annotations
@@ -23,6 +25,11 @@ def _words(text: str) -> frozenset[str]:
 # Object keys: field names of the provider APIs and JSON Schema.
 NAMES = _words(
     """
+additionalModelRequestFields additionalModelResponseFieldPaths bucketOwner cachePoint
+citationsContent guardContent guardrailConfig guardrailIdentifier guardrailVersion
+inferenceConfig inputSchema maxTokens modelId performanceConfig promptVariables
+reasoningContent reasoningText redactedContent requestMetadata s3Location stopSequences
+toolChoice toolConfig toolResult toolSpec toolUse toolUseId topP json document video
 $comment $defs $id $ref $schema access_programs access_type account_status
 acknowledged_safety_checks action actions active additionalProperties additional_instructions
 additional_messages after after_id allOf allow_mcp_servers allow_package_managers
@@ -92,6 +99,7 @@ web_search_options working_directory workspace_id writeOnly x y zoom
 # Values of enum-typed fields: types, roles, statuses, formats, options.
 WORDS = _words(
     """
+bedrock-2023-05-31 vertex-2023-10-16 success error txt csv doc docx xls xlsx md three_gp
 /v1/chat/completions /v1/completions /v1/embeddings /v1/images/edits /v1/images/generations
 /v1/moderations /v1/responses /v1/videos 1024x1024 1024x1536 12h 1536x1024 16g 1g 1h 24h 2h 30m
 4g 5m 64g 8h GET POST USD aac active adaptive additional_tools advisor advisor_20260301
