@@ -30,3 +30,11 @@ def holds_secret(text: str) -> bool:
         return bool(find(text))
     except Exception:
         return True
+
+
+REDACTED = "[redacted]"
+
+
+def shown(text: str) -> str:
+    """``text`` as it may be echoed: itself, or a placeholder when it may not be."""
+    return REDACTED if holds_secret(text) else text

@@ -39,7 +39,7 @@ from gateway.guard.classifiers.providers import (
     Provider,
 )
 from gateway.guard.decision import ALLOW, Decision, Evidence, severity
-from gateway.guard.detectors import injection, secrets
+from gateway.guard.detectors import injection
 from gateway.guard.findings import Fingerprinter
 from gateway.guard.verdict import (
     GUARD_FAILURE,
@@ -109,7 +109,7 @@ _SHOWN_ROLES = frozenset(
 
 def _safe_where(segment: Segment) -> str:
     where = segment.where()
-    if _SAFE_PATH.match(where) and not secrets.scan(where):
+    if _SAFE_PATH.match(where) and not floor.holds_secret(where):
         return where
     parts = [f"role {segment.role}"] if segment.role in _SHOWN_ROLES else []
     if segment.index is not None:

@@ -20,9 +20,7 @@ import aiohttp
 from gateway.config.models import Flavor
 from gateway.config.teams import TeamMatch
 from gateway.guard.decision import Decision
-from gateway.guard.floor import holds_secret
-
-REDACTED = "[redacted]"
+from gateway.guard.floor import REDACTED, shown
 
 # Methods the audit may name as sent; any other token the client chose is
 # checked like any other client-chosen string before it is written.
@@ -132,8 +130,3 @@ class Exchange:
         if self.route is not None:
             return self.route.name
         return shown(self.upstream)
-
-
-def shown(value: str) -> str:
-    """``value``, or a placeholder when it holds a secret (or cannot be checked)."""
-    return REDACTED if holds_secret(value) else value

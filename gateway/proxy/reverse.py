@@ -33,11 +33,12 @@ from gateway.errors import (
     UpstreamError,
 )
 from gateway.guard.decision import Decision
+from gateway.guard.floor import shown
 from gateway.guard.pipeline import Guard
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
 from gateway.observe.metrics import Metrics
-from gateway.proxy.exchange import METHODS, Exchange, Phase, Route, shown
+from gateway.proxy.exchange import METHODS, Exchange, Phase, Route
 from gateway.proxy.middleware import EXCHANGE
 from gateway.proxy.upstream import (
     add_custody,

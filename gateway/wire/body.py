@@ -21,7 +21,7 @@ from python_multipart.exceptions import MultipartParseError
 from python_multipart.multipart import MultipartParser, parse_options_header
 
 from gateway.errors import BadRequest, TooLarge, UnsupportedMedia
-from gateway.guard.detectors.secrets import unless_secret
+from gateway.guard.floor import shown
 from gateway.wire import content, generic, nested
 from gateway.wire.archives import Unsupported
 from gateway.wire.base import PayloadError, Segment, Trust
@@ -45,8 +45,7 @@ def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:
         wbits = zlib.MAX_WBITS
     else:
         raise UnsupportedMedia(
-            f"Content-Encoding {unless_secret(enc)!r} is not supported; "
-            "send gzip, deflate or identity"
+            f"Content-Encoding {shown(enc)!r} is not supported; send gzip, deflate or identity"
         )
     inflater = zlib.decompressobj(wbits)
     try:
@@ -441,7 +440,7 @@ def _body_segments(
         segments.extend(_segments("body", "unknown", texts, None))
     else:
         raise UnsupportedMedia(
-            f"Content-Type {unless_secret(media)!r} cannot be inspected; send application/json",
+            f"Content-Type {shown(media)!r} cannot be inspected; send application/json",
         )
     return None
 

@@ -181,3 +181,24 @@ def test_labelled_corpora_gain_no_false_positive() -> None:
                 assert by_floor >= by_scan, (path.name, text[:80])
             checked += 1
     assert checked > 1000
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("/v1/files/file-abc123", True),
+        ("application/json", True),
+        (f"/v1/files/{GITHUB}", False),
+        ("/v1/files/" + GITHUB.replace("_", "%5F"), False),
+    ],
+)
+def test_shown_replaces_what_may_not_be_echoed(text: str, kept: bool) -> None:
+    assert floor.shown(text) == (text if kept else floor.REDACTED)
+
+
+def test_shown_redacts_what_it_cannot_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(text: str) -> list[object]:
+        raise RuntimeError("scanner broke")
+
+    monkeypatch.setattr(secrets, "scan", broken)
+    assert floor.shown("/v1/models") == floor.REDACTED

@@ -44,11 +44,10 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import AnyStr
-from urllib.parse import unquote
 
 from gateway.guard.findings import Finding
 
-__all__ = ["KINDS", "REDACTED", "names_secret", "scan", "unless_secret"]
+__all__ = ["KINDS", "names_secret", "scan"]
 
 _A = re.ASCII
 
@@ -2132,21 +2131,3 @@ def names_secret(key: str) -> bool:
     if key.isascii():
         return _KEYWORD_LOW_RE.search(key.lower()) is not None
     return _KEYWORD_RE.search(key) is not None
-
-
-REDACTED = "[redacted]"
-
-
-def unless_secret(text: str) -> str:
-    """`text`, or a placeholder when it holds a secret, as sent or percent-decoded.
-
-    For request data that goes into a log, the audit or an error message
-    without having passed the outbound check (a path refused before it).
-    """
-    try:
-        if scan(text) or ("%" in text and scan(unquote(text))):
-            return REDACTED
-    except Exception:
-        # Unchecked is treated as a secret: the entry is written either way.
-        return REDACTED
-    return text
