@@ -51,6 +51,7 @@ from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
 from typing import TypeGuard
 
+from gateway.guard.detectors.secrets import names_secret
 from gateway.wire import blobs, vocabulary
 from gateway.wire.base import MAX_DEPTH, PayloadError, Segment, Trust
 
@@ -137,27 +138,15 @@ _PLAIN_TABLE = str.maketrans("_-$", "aaa")
 _SEPARATORS = str.maketrans("_-$", "   ")
 
 # JSON inside a string is parsed up to this size and this many strings deep;
-# beyond, the string is still scanned as it was sent.
-_EMBEDDED_MAX = 256 * 1024
+# beyond, the string is still scanned as it was sent, where the floor reads a
+# "key": "value" pair as well, unless escapes hide it. The adapters run on
+# every turn and parse each resent tool result again: a large JSON output
+# would cost milliseconds per request.
+_EMBEDDED_MAX = 64 * 1024
 _EMBEDDED_NESTING = 3
 # A joined segment longer than this keeps only the text around each join.
 _JOIN_MAX = 64 * 1024
 _JOIN_WINDOW = 4096
-
-
-def names_secret(key: str) -> bool:
-    """The floor's keyword test: could ``key`` name a secret (``password``, ``apiKey``...)?"""
-    low = key.lower()
-    return (
-        "pass" in low
-        or "pw" in low
-        or "secret" in low
-        or "token" in low
-        or "key" in low
-        or "auth" in low
-        or "cred" in low
-        or "login" in low
-    )
 
 
 # The field names that could name a secret (`prompt_cache_key`, `authorization`), found once.
