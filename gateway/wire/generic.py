@@ -30,9 +30,9 @@ a turn's segment list short. Everything else is scanned:
 - a token split across the text parts of one content list, or across the
   string leaves of one tool call's arguments, is found in one more OPAQUE
   segment that joins them.
-- binary payloads are skipped: ``data:`` URLs and the base64 fields a Spec
-  names whose decoded bytes are not text (see :mod:`gateway.wire.blobs`).
-  Empty strings are not segments.
+- ``data:`` URLs and the base64 fields a Spec names are read by
+  :mod:`gateway.wire.blobs`: decoded, and a real media file of its declared
+  type skipped but for its metadata. Empty strings are not segments.
 
 Object keys appear verbatim in paths only when they are field names or plain
 names (:func:`is_plain_key`); any other key is replaced by its position
@@ -817,7 +817,7 @@ def walk_spec(
                 else:
                     walk_known(value, child, role, key_trust, index, out, depth + 1, registry)
     if "value" in obj or "Value" in obj:
-        _add_named_value(obj, path, role, index, out)
+        _add_named_value(obj, _bounded(path), role, index, out)
 
 
 def _walk_typed_member(
