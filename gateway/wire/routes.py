@@ -3,7 +3,10 @@
 Matching is on the path's tail so that OpenAI-compatible deployments under
 other prefixes (``/openai/deployments/x/chat/completions``, ``/api/v1/...``)
 get the same adapter. Anything unrecognised gets the generic adapter, which
-scans every string, so a wrong guess never skips text.
+scans every string, so a wrong guess never skips text; but it reads all of
+it as the agent's own, so an endpoint that carries tool results (message
+batches, Assistants runs, the cloud platforms' model endpoints) needs its
+adapter here, or those results skip the inbound check.
 """
 
 from __future__ import annotations
