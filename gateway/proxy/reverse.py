@@ -49,7 +49,7 @@ from gateway.proxy.upstream import (
 from gateway.wire.base import Segment, Trust
 from gateway.wire.body import decode_content, request_segments, require_json
 from gateway.wire.errors import stream_error_event
-from gateway.wire.sse import SSEDecoder
+from gateway.wire.sse import SSEFramer
 
 log = logging.getLogger("reefgate.access")
 guard_log = logging.getLogger("reefgate.guard")
@@ -340,13 +340,13 @@ class ReverseProxy:
         try:
             await response.prepare(request)
             exchange.advance(Phase.STREAMING)
-            decoder = SSEDecoder() if is_sse else None
+            framer = SSEFramer() if is_sse else None
             try:
                 async for chunk in upstream.content.iter_any():
-                    if decoder is None:
+                    if framer is None:
                         await response.write(chunk)
-                    elif events := decoder.feed(chunk):
-                        await response.write(b"".join(event.raw for event in events))
+                    elif events := framer.feed(chunk):
+                        await response.write(events)
             except ConnectionResetError:
                 # aiohttp's error for writing to a client that has gone is also
                 # a ClientError; it is not the upstream's failure.
@@ -357,7 +357,7 @@ class ReverseProxy:
                 # event the upstream left behind is dropped with it.
                 exchange.outcome = "upstream_failed_mid_stream"
                 log.warning("upstream failed mid-stream: %s", type(exc).__name__)
-                if decoder is not None:
+                if framer is not None:
                     await response.write(
                         stream_error_event(
                             exchange.flavor,
@@ -366,12 +366,10 @@ class ReverseProxy:
                         )
                     )
             else:
-                if decoder is not None:
+                if framer is not None and (tail := framer.flush()):
                     # A stream that ended without its last blank line: relayed
                     # as sent, which no client dispatches as an event.
-                    tail = b"".join(event.raw for event in decoder.flush())
-                    if tail:
-                        await response.write(tail)
+                    await response.write(tail)
             await response.write_eof()
         except ConnectionResetError:
             exchange.outcome = "client_closed"

@@ -153,6 +153,65 @@ class SSEDecoder:
         return event
 
 
+class SSEFramer:
+    """Whole events out of an event stream, without parsing them: what a relay forwards.
+
+    ``feed`` returns the bytes of every block completed so far (possibly none)
+    and keeps the incomplete rest, so the receiver's parser is always at a
+    block boundary after what was forwarded. Streams with LF line ends, which
+    is what the providers send, are cut at their last blank line by a byte
+    search; a stream that uses CR is handed to an :class:`SSEDecoder` from
+    its next block on, which reads CR, CRLF and LF alike.
+    """
+
+    __slots__ = ("_decoder", "_pending", "_searched")
+
+    def __init__(self) -> None:
+        self._pending = bytearray()
+        # Bytes of `_pending` already searched for a blank line, less one,
+        # so a large block arriving in many pieces is searched once.
+        self._searched = 0
+        self._decoder: SSEDecoder | None = None
+
+    def feed(self, data: bytes) -> bytes:
+        if self._decoder is not None:
+            return b"".join(event.raw for event in self._decoder.feed(data))
+        if b"\r" in data:
+            self._decoder = SSEDecoder()
+            held = bytes(self._pending) + data
+            self._pending.clear()
+            return b"".join(event.raw for event in self._decoder.feed(held))
+        pending = self._pending
+        if not pending:
+            # The common case: a chunk of whole events, forwarded as it is.
+            if data.endswith(b"\n\n"):
+                return data
+            cut = data.rfind(b"\n\n")
+            pending += data if cut < 0 else memoryview(data)[cut + 2 :]
+            self._searched = max(0, len(pending) - 1)
+            return b"" if cut < 0 else data[: cut + 2]
+        pending += data
+        cut = pending.rfind(b"\n\n", self._searched)
+        if cut < 0:
+            self._searched = max(0, len(pending) - 1)
+            return b""
+        out = bytes(pending[: cut + 2])
+        del pending[: cut + 2]
+        self._searched = max(0, len(pending) - 1)
+        return out
+
+    def flush(self) -> bytes:
+        """End of stream: the unterminated tail, which no client dispatches as an event."""
+        if self._decoder is not None:
+            tail = b"".join(event.raw for event in self._decoder.flush())
+        else:
+            tail = bytes(self._pending)
+        self._pending.clear()
+        self._searched = 0
+        self._decoder = None
+        return tail
+
+
 def encode_event(event: str | None, data: str) -> bytes:
     """One dispatchable event; ``data`` may span lines (CR, LF or CRLF)."""
     if event is not None and ("\n" in event or "\r" in event):

@@ -8,7 +8,7 @@ from collections.abc import Iterable
 import pytest
 from openai._streaming import SSEDecoder as OpenAISSEDecoder
 
-from gateway.wire.sse import SSEDecoder, SSEEvent, encode_event
+from gateway.wire.sse import SSEDecoder, SSEEvent, SSEFramer, encode_event
 
 # Every line ending, a BOM, comments, multi-byte UTF-8, ids, retries, an empty
 # data line, a block with no data, an unknown field and an unterminated tail.
@@ -256,3 +256,74 @@ def test_encode_exact_bytes() -> None:
 def test_encode_refuses_line_breaks_in_event_names(event: str) -> None:
     with pytest.raises(ValueError, match="line break"):
         encode_event(event, "x")
+
+
+# -- the relay's framer: whole blocks out, byte for byte --
+
+LF_STREAM = b"".join(
+    [
+        b'data: {"choices":[{"delta":{"content":"hel"}}]}\n\n',
+        b": keep-alive\n\n",
+        b"event: content_block_delta\n",
+        b'data: {"type":"content_block_delta","delta":{"text":"lo \xe4\xb8\x96"}}\n\n',
+        b"\n",
+        b"data: a\ndata: b\n\n",
+        b"data: [DONE]\n\n",
+        b"data: unterminated",
+    ]
+)
+
+
+def _frame(chunks: Iterable[bytes]) -> list[bytes]:
+    framer = SSEFramer()
+    out = [framer.feed(chunk) for chunk in chunks]
+    out.append(framer.flush())
+    return out
+
+
+def _at_block_boundaries(stream: bytes, pieces: list[bytes]) -> None:
+    forwarded = b""
+    for piece in pieces[:-1]:
+        forwarded += piece
+        # A decoder fed everything forwarded so far has no partial block left.
+        decoder = SSEDecoder()
+        decoder.feed(forwarded)
+        assert decoder.flush() == [], forwarded
+    assert forwarded + pieces[-1] == stream
+
+
+@pytest.mark.parametrize("stream", [LF_STREAM, STREAM], ids=["lf", "cr-crlf-lf"])
+def test_the_framer_forwards_every_byte_and_cuts_only_between_blocks(stream: bytes) -> None:
+    rng = random.Random(7)
+    _at_block_boundaries(stream, _frame([stream]))
+    _at_block_boundaries(stream, _frame(stream[i : i + 1] for i in range(len(stream))))
+    for _ in range(200):
+        cuts = sorted(rng.sample(range(1, len(stream)), rng.randint(1, 12)))
+        chunks = [stream[a:b] for a, b in zip([0, *cuts], [*cuts, len(stream)], strict=True)]
+        _at_block_boundaries(stream, _frame(chunks))
+
+
+def test_the_framer_forwards_a_block_as_soon_as_its_blank_line_arrives() -> None:
+    framer = SSEFramer()
+    assert framer.feed(b"data: one\n") == b""
+    assert framer.feed(b"\ndata: tw") == b"data: one\n\n"
+    assert framer.feed(b"o\n\n") == b"data: two\n\n"
+    assert framer.feed(b"data: three\n\n") == b"data: three\n\n"
+    assert framer.flush() == b""
+
+
+def test_the_framer_reads_cr_line_ends_once_it_meets_them() -> None:
+    framer = SSEFramer()
+    assert framer.feed(b"data: one\n\ndata: t") == b"data: one\n\n"
+    assert framer.feed(b"wo\r\n\r\ndata: x\r") == b"data: two\r\n\r\n"
+    assert framer.feed(b"\r") == b"data: x\r\r"
+    assert framer.flush() == b""
+
+
+def test_a_large_block_in_many_pieces_is_searched_once() -> None:
+    # Quadratic rescanning would show as time; the framer's own position says it.
+    framer = SSEFramer()
+    for _ in range(10_000):
+        assert framer.feed(b"x" * 100) == b""
+    assert framer._searched == 10_000 * 100 - 1
+    assert framer.feed(b"\n\n") == b"x" * 1_000_000 + b"\n\n"
