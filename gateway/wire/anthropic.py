@@ -35,6 +35,7 @@ from gateway.wire.generic import (
     TRUSTED,
     UNTRUSTED,
     Registry,
+    RequestSpec,
     Spec,
     TopHandler,
     add_nested,
@@ -45,7 +46,6 @@ from gateway.wire.generic import (
     walk_free,
     walk_known,
     walk_message,
-    walk_request,
 )
 
 _TOOL_USE = Spec(args=keys("input"))
@@ -148,6 +148,7 @@ def _system(value: object, out: list[Segment]) -> None:
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages, "system": _system})
+_REQUEST = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 
 def segments(payload: object) -> list[Segment]:
@@ -155,17 +156,7 @@ def segments(payload: object) -> list[Segment]:
         raise PayloadError("messages request body must be a JSON object")
     if not isinstance(payload.get("messages"), list):
         raise PayloadError("messages request needs `messages` as a list")
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_SPECIAL,
-        known=_KNOWN,
-        opaque=_OPAQUE,
-        free=_FREE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _REQUEST.segments(payload)
 
 
 def batch_segments(payload: object) -> list[Segment]:

@@ -917,16 +917,30 @@ def walk_message(
 TopHandler = Callable[[object, list[Segment]], None]
 
 
-def walk_request(
-    payload: dict[str, object],
-    out: list[Segment],
-    *,
-    special: Mapping[str, TopHandler],
-    known: frozenset[str],
-    opaque: frozenset[str],
-    free: frozenset[str],
-    registry: Registry,
-) -> None:
+_EMPTY_REGISTRY: Registry = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class RequestSpec:
+    """The top level of one kind of request body: which keys mean what."""
+
+    # Keys with a handler of their own (the conversation, the system prompt).
+    special: Mapping[str, TopHandler]
+    # The request parameters of the API; any other key is of unknown provenance.
+    known: frozenset[str]
+    # Known keys whose string values are enums or identifiers.
+    opaque: frozenset[str] = frozenset()
+    # Known keys holding free-form JSON.
+    free: frozenset[str] = frozenset()
+    registry: Registry = field(default_factory=lambda: _EMPTY_REGISTRY)
+
+    def segments(self, payload: dict[str, object]) -> list[Segment]:
+        out: list[Segment] = []
+        walk_request(payload, out, self)
+        return out
+
+
+def walk_request(payload: dict[str, object], out: list[Segment], spec: RequestSpec) -> None:
     """The top level of a request body.
 
     ``special`` keys have their own handler; other ``known`` keys are request
@@ -934,6 +948,13 @@ def walk_request(
     keys are vendor extensions of unknown provenance (e.g. RAG ``documents``),
     scanned in full as untrusted.
     """
+    special, known, opaque, free, registry = (
+        spec.special,
+        spec.known,
+        spec.opaque,
+        spec.free,
+        spec.registry,
+    )
     for position, (key, value) in enumerate(payload.items()):
         handler = special.get(key)
         if handler is not None:

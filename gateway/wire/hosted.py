@@ -27,6 +27,7 @@ from gateway.wire.generic import (
     ROLE_UNKNOWN,
     TRUSTED,
     UNTRUSTED,
+    RequestSpec,
     Spec,
     TopHandler,
     add_text,
@@ -34,7 +35,6 @@ from gateway.wire.generic import (
     keys,
     message_role,
     walk_free,
-    walk_request,
     walk_spec,
 )
 
@@ -122,20 +122,11 @@ def _system(value: object, out: list[Segment]) -> None:
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages, "system": _system})
+_REQUEST = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 
 def converse_segments(payload: object) -> list[Segment]:
     """Bedrock Converse; any other shape is read by the generic adapter."""
     if not isinstance(payload, dict):
         return generic.segments(payload)
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_SPECIAL,
-        known=_KNOWN,
-        opaque=_OPAQUE,
-        free=_FREE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _REQUEST.segments(payload)

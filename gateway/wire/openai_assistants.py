@@ -28,6 +28,7 @@ from gateway.wire.generic import (
     TRUSTED,
     UNTRUSTED,
     Registry,
+    RequestSpec,
     Spec,
     TopHandler,
     join_parts,
@@ -35,7 +36,6 @@ from gateway.wire.generic import (
     walk_free,
     walk_known,
     walk_message,
-    walk_request,
     walk_spec,
 )
 from gateway.wire.generic import segments as generic_segments
@@ -76,7 +76,6 @@ _RUN_KNOWN = keys(
 _OUTPUTS_KNOWN = keys("tool_outputs", "stream")
 _OPAQUE = keys("assistant_id", "reasoning_effort", "tool_choice")
 _FREE = keys("metadata")
-_NONE: frozenset[str] = frozenset()
 
 
 def _messages(value: object, out: list[Segment], name: str) -> None:
@@ -100,23 +99,20 @@ def _system(name: str) -> TopHandler:
     return handler
 
 
+_THREAD_REQUEST = RequestSpec(
+    MappingProxyType({"messages": lambda messages, sink: _messages(messages, sink, "messages")}),
+    _THREAD_KNOWN,
+    free=_FREE,
+    registry=_REGISTRY,
+)
+
+
 def _thread(value: object, out: list[Segment], prefix: str = "") -> None:
     """A thread's own fields: ``messages``, ``tool_resources``, ``metadata``."""
     if not isinstance(value, dict):
         walk_free(value, prefix.rstrip("."), ROLE_UNKNOWN, UNTRUSTED, None, out, 2)
         return
-    inner: list[Segment] = []
-    walk_request(
-        value,
-        inner,
-        special=MappingProxyType(
-            {"messages": lambda messages, sink: _messages(messages, sink, "messages")}
-        ),
-        known=_THREAD_KNOWN,
-        opaque=_NONE,
-        free=_FREE,
-        registry=_REGISTRY,
-    )
+    inner = _THREAD_REQUEST.segments(value)
     for segment in inner:
         segment.path = prefix + segment.path
     out.extend(inner)
@@ -134,6 +130,7 @@ _RUN_SPECIAL: Mapping[str, TopHandler] = MappingProxyType(
         "thread": _nested_thread,
     }
 )
+_RUN_REQUEST = RequestSpec(_RUN_SPECIAL, _RUN_KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 
 def thread_segments(payload: object) -> list[Segment]:
@@ -149,17 +146,7 @@ def run_segments(payload: object) -> list[Segment]:
     """``POST /v1/threads/runs`` and ``/v1/threads/{id}/runs``."""
     if not isinstance(payload, dict):
         return generic_segments(payload)
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_RUN_SPECIAL,
-        known=_RUN_KNOWN,
-        opaque=_OPAQUE,
-        free=_FREE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _RUN_REQUEST.segments(payload)
 
 
 def message_segments(payload: object) -> list[Segment]:
@@ -184,20 +171,11 @@ def _tool_outputs(value: object, out: list[Segment]) -> None:
 
 
 _OUTPUTS_SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"tool_outputs": _tool_outputs})
+_OUTPUTS_REQUEST = RequestSpec(_OUTPUTS_SPECIAL, _OUTPUTS_KNOWN, registry=_REGISTRY)
 
 
 def tool_outputs_segments(payload: object) -> list[Segment]:
     """``POST /v1/threads/{id}/runs/{id}/submit_tool_outputs``."""
     if not isinstance(payload, dict):
         return generic_segments(payload)
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_OUTPUTS_SPECIAL,
-        known=_OUTPUTS_KNOWN,
-        opaque=_NONE,
-        free=_NONE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _OUTPUTS_REQUEST.segments(payload)

@@ -32,6 +32,7 @@ from gateway.wire.generic import (
     TRUSTED,
     UNTRUSTED,
     Registry,
+    RequestSpec,
     Spec,
     TopHandler,
     add_arguments,
@@ -40,7 +41,6 @@ from gateway.wire.generic import (
     keys,
     walk_free,
     walk_message,
-    walk_request,
 )
 
 _REGISTRY: Registry = MappingProxyType(
@@ -209,6 +209,7 @@ def _messages(value: object, out: list[Segment]) -> None:
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})
+_REQUEST = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 
 def segments(payload: object) -> list[Segment]:
@@ -216,14 +217,4 @@ def segments(payload: object) -> list[Segment]:
         raise PayloadError("chat completion request body must be a JSON object")
     if not isinstance(payload.get("messages"), list):
         raise PayloadError("chat completion request needs `messages` as a list")
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_SPECIAL,
-        known=_KNOWN,
-        opaque=_OPAQUE,
-        free=_FREE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _REQUEST.segments(payload)

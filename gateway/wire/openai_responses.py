@@ -39,6 +39,7 @@ from gateway.wire.generic import (
     TRUSTED,
     UNTRUSTED,
     Registry,
+    RequestSpec,
     Spec,
     TopHandler,
     add_string,
@@ -48,7 +49,6 @@ from gateway.wire.generic import (
     walk_free,
     walk_known,
     walk_message,
-    walk_request,
     walk_spec,
 )
 from gateway.wire.generic import segments as generic_segments
@@ -190,6 +190,7 @@ def _instructions(value: object, out: list[Segment]) -> None:
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType(
     {"input": _input, "instructions": _instructions}
 )
+_REQUEST = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 
 def segments(payload: object) -> list[Segment]:
@@ -198,17 +199,7 @@ def segments(payload: object) -> list[Segment]:
     value = payload.get("input")
     if value is not None and not isinstance(value, str | list):
         raise PayloadError("responses request needs `input` as a string or a list")
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_SPECIAL,
-        known=_KNOWN,
-        opaque=_OPAQUE,
-        free=_FREE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _REQUEST.segments(payload)
 
 
 def _conversation_items(value: object, out: list[Segment]) -> None:
@@ -217,6 +208,9 @@ def _conversation_items(value: object, out: list[Segment]) -> None:
 
 
 _CONVERSATION_SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"items": _conversation_items})
+_CONVERSATION_REQUEST = RequestSpec(
+    _CONVERSATION_SPECIAL, _CONVERSATION_KNOWN, free=_FREE, registry=_REGISTRY
+)
 
 
 def conversation_segments(payload: object) -> list[Segment]:
@@ -228,14 +222,4 @@ def conversation_segments(payload: object) -> list[Segment]:
     """
     if not isinstance(payload, dict) or not isinstance(payload.get("items"), list):
         return generic_segments(payload)
-    out: list[Segment] = []
-    walk_request(
-        payload,
-        out,
-        special=_CONVERSATION_SPECIAL,
-        known=_CONVERSATION_KNOWN,
-        opaque=frozenset(),
-        free=_FREE,
-        registry=_REGISTRY,
-    )
-    return out
+    return _CONVERSATION_REQUEST.segments(payload)
