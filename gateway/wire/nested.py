@@ -19,10 +19,9 @@ U+2028 inside a JSON string is not a line break to them.
 
 from __future__ import annotations
 
-import json
 import re
 
-from gateway.wire import generic, openai_chat
+from gateway.wire import generic, jsontext, openai_chat
 from gateway.wire.base import PayloadError, Segment
 from gateway.wire.generic import ROLE_REQUEST, add_nested, add_opaque
 from gateway.wire.routes import adapter_for
@@ -33,22 +32,6 @@ MAX_LINES = 50_000
 _BATCH_KEYS = frozenset({"custom_id", "method", "url", "body"})
 _PREFERENCE_OUTPUTS = ("preferred_output", "non_preferred_output")
 _JSON_LINES = re.compile(r"\s*\{")
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
-    out = dict(pairs)
-    if len(out) != len(pairs):
-        raise _DuplicateKey
-    return out
-
-
-# A duplicate key is read differently by different parsers (as in a request
-# body), so text the batch runner reads might not be the text scanned here.
-_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
 def file_segments(text: str, path: str, index: int | None) -> list[Segment]:
@@ -68,10 +51,12 @@ def file_segments(text: str, path: str, index: int | None) -> list[Segment]:
         if not line or line.isspace():
             continue
         try:
-            value = _DECODER.decode(line)
-        except _DuplicateKey as exc:
+            value = jsontext.loads(line)
+        except jsontext.DuplicateKey as exc:
+            # Read differently by different parsers, as in a request body: the
+            # text the batch runner reads might not be the text scanned here.
             raise PayloadError(f"line {n + 1} of the uploaded file has a duplicate key") from exc
-        except (ValueError, RecursionError):
+        except jsontext.JSONTextError:
             # Not JSON: the file's own segment holds its text.
             continue
         try:
