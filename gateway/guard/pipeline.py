@@ -489,7 +489,7 @@ def _combine(
         if verdict.decision == "allow":
             continue
         where = _safe_where(segment)
-        kinds = signals or (verdict.category,)
+        kinds = signals or (_shown_category(verdict.category),)
         fp = fingerprint(segment.text)
         evidence.extend(Evidence(f"{direction}:{kind}", fp, where) for kind in kinds)
         if worst is None or severity(verdict.decision) > severity(worst[2].decision):
@@ -498,4 +498,20 @@ def _combine(
         return ALLOW
     segment, direction, verdict = worst
     reason = f"{direction} check: {verdict.reason} ({_safe_where(segment)})"
-    return Decision(verdict.decision, verdict.category, reason, tuple(evidence))
+    return Decision(verdict.decision, _shown_category(verdict.category), reason, tuple(evidence))
+
+
+_CATEGORY_OTHER = re.compile(r"[^A-Za-z0-9_.:-]+")
+
+
+def _shown_category(category: str) -> str:
+    """A classifier's category as the gateway repeats it: a header, an error code,
+    an audit field and a metrics label.
+
+    The verdict admits any text of 1..128 characters, and a classifier steered
+    by the text it judges could put a line break (a broken header) or a value
+    from the request there; only a plain token is repeated as it is.
+    """
+    if floor.holds_secret(category):
+        return floor.REDACTED
+    return _CATEGORY_OTHER.sub("_", category)

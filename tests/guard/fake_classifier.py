@@ -17,6 +17,8 @@ class FakeClassifier:
     calls: list[dict[str, Any]] = field(default_factory=list)
     # None = behave; otherwise one of the failure modes below.
     failure: str | None = None
+    # The category of a review or deny, as the classifier states it.
+    category: str = "test_policy"
 
     def app(self) -> web.Application:
         app = web.Application()
@@ -34,7 +36,7 @@ class FakeClassifier:
         decision = "deny" if "DENYME" in text else "review" if "REVIEWME" in text else "allow"
         verdict: dict[str, Any] = {
             "decision": decision,
-            "category": "test_policy" if decision != "allow" else "benign",
+            "category": self.category if decision != "allow" else "benign",
             "reason": f"fake classifier says {decision}",
             "policyVersion": guard_request["policyVersion"],
         }

@@ -261,3 +261,24 @@ async def test_an_unexpected_classifier_error_denies_and_logs_no_payload(
     assert headers["x-reefgate-category"] == "guard_failure"
     assert "ValueError" in caplog.text
     assert "Falcon" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("category", "shown"),
+    [
+        ("test_policy", "test_policy"),
+        ("data exfiltration\r\nx-injected: 1", "data_exfiltration_x-injected:_1"),
+        ("quoting ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e", "[redacted]"),
+    ],
+)
+async def test_a_classifier_category_is_repeated_only_as_a_plain_token(
+    make_stack: StackFactory, aiohttp_server: Any, category: str, shown: str
+) -> None:
+    stack = await _guarded_stack(make_stack, aiohttp_server, FakeClassifier(category=category))
+    status, headers, body = await _chat(stack, [{"role": "user", "content": "hello DENYME"}])
+    assert status == 403
+    assert headers["x-reefgate-category"] == shown
+    assert body["error"]["code"] == shown
+    [line] = stack.audit_path.read_text().splitlines()
+    assert json.loads(line)["event"]["payload"]["category"] == shown
+    assert "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e" not in line
