@@ -423,3 +423,19 @@ async def test_audit_fingerprints_are_keyed_by_the_deployment(stack: Stack) -> N
     key = bytes.fromhex((stack.audit_path.parent / "fingerprint.key").read_text().strip())
     keyed = hmac.new(key, GITHUB_PAT.encode(), hashlib.sha256).hexdigest()[:16]
     assert finding["fingerprint"] == keyed
+
+
+async def test_a_crafted_repeated_body_is_judged_not_stalled_on(make_stack: StackFactory) -> None:
+    # A short Kubernetes-like header repeated: each "kind: Secret" line once
+    # re-read its whole document, 46 KB took 18 s. Linear now, it is judged
+    # far inside a deadline that the quadratic scan overran by seconds.
+    stack: Stack = await make_stack(limits=Limits(inspect_timeout_ms=3000))
+    crafted = "kind: Secret\ndata:\n  k: v\n" * 1800
+    assert await _chat_text(stack, crafted) == "hello from upstream"
+
+
+async def _chat_text(stack: Stack, text: str) -> str | None:
+    completion = await _openai(stack).chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": text}]
+    )
+    return completion.choices[0].message.content
