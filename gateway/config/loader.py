@@ -202,6 +202,8 @@ def _cross_check(
                     f"{FINGERPRINT_KEY_CHARS} characters",
                 )
             )
+    if gateway.admin.token_env:
+        need_env(gateway.admin.token_env, gw_display, "admin.token_env")
     if gateway.guard.classifier.api_key_env:
         need_env(gateway.guard.classifier.api_key_env, gw_display, "guard.classifier.api_key_env")
     defaults = [name for name, team in teams.items() if team.default]
@@ -225,6 +227,8 @@ def _cross_check(
                             display, f"match.keys_env[{i}]", f"same key value as team {other}"
                         )
                     )
+        for i, var in enumerate(team.reviewers.tokens_env):
+            need_env(var, display, f"reviewers.tokens_env[{i}]")
         team_classifier = team.guard.classifier
         if team_classifier is not None and team_classifier.api_key_env:
             need_env(team_classifier.api_key_env, display, "guard.classifier.api_key_env")

@@ -171,6 +171,67 @@ class Guard(Strict):
     cache: Cache = Cache()
 
 
+HoldMode = Literal["wait", "ticket"]
+_STORE_URL = re.compile(r"^(sqlite:///.+|postgres(ql)?://.+)$")
+
+
+class Review(Strict):
+    """The review gate: where held requests live and how the agent waits for them."""
+
+    # sqlite:///relative/path, sqlite:////absolute/path or postgresql://...
+    store: str = "sqlite:///var/reviews.sqlite3"
+    # ticket: answer 403 review_pending at once; wait: hold the request open
+    # until a decision or hold_timeout_s, then answer as ticket does.
+    hold: HoldMode = "ticket"
+    hold_timeout_s: float = Field(default=60.0, ge=0, le=3600)
+    # Pending reviews a team may have at once; past it, deny (review_capacity).
+    max_pending: int = Field(default=100, ge=1, le=1_000_000)
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str) -> str:
+        if not _STORE_URL.match(value):
+            raise ValueError("must be sqlite:///<path> or postgresql://...")
+        return value
+
+
+class TeamReview(Strict):
+    """A team's overrides of gateway.yaml's review settings."""
+
+    store: str | None = None
+    hold: HoldMode | None = None
+    hold_timeout_s: float | None = Field(default=None, ge=0, le=3600)
+    max_pending: int | None = Field(default=None, ge=1, le=1_000_000)
+
+    @field_validator("store")
+    @classmethod
+    def _store_url(cls, value: str | None) -> str | None:
+        return None if value is None else Review._store_url(value)
+
+    def over(self, base: Review) -> Review:
+        changes = self.model_dump(exclude_none=True)
+        return base.model_copy(update=changes) if changes else base
+
+
+class AdminListen(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8789, ge=0, le=65535)
+
+
+class Admin(Strict):
+    """The reviewers' listener: never the agents' port."""
+
+    listen: AdminListen = AdminListen()
+    # Env var holding the admin token, which may see and decide every team's reviews.
+    token_env: EnvName | None = None
+
+
+class Reviewers(Strict):
+    # Env vars holding tokens of this team's reviewers: they see and decide
+    # this team's reviews only.
+    tokens_env: list[EnvName] = Field(default_factory=list)
+
+
 class GatewayConfig(Strict):
     listen: Listen = Listen()
     upstreams: dict[str, Upstream] = Field(
@@ -183,6 +244,8 @@ class GatewayConfig(Strict):
     scan_headers: ScanHeaders = ScanHeaders()
     audit: Audit = Audit()
     guard: Guard = Guard()
+    review: Review = Review()
+    admin: Admin = Admin()
 
     @field_validator("upstreams")
     @classmethod
@@ -261,6 +324,8 @@ class Team(Strict):
     guard: TeamGuard = TeamGuard()
     rules: Rules = Rules()
     inbound: Inbound = Inbound()
+    review: TeamReview = TeamReview()
+    reviewers: Reviewers = Reviewers()
 
     @model_validator(mode="after")
     def _has_a_way_in(self) -> Team:

@@ -1,0 +1,1 @@
+"""The review gate: requests the guard holds for a human, and their decisions."""
