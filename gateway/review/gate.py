@@ -1,0 +1,87 @@
+"""The review gate's stores, per team, and what reviewers and the proxy ask of them.
+
+Each team's review settings are gateway.yaml's `review` block with the team
+file's `review` overrides on top; teams that name the same store URL share one
+store object.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from gateway.config.loader import LoadedConfig
+from gateway.config.models import Review as ReviewSettings
+from gateway.review.model import Review, Status
+from gateway.review.store import NotFound, ReviewStore
+
+StoreFactory = Callable[[str], ReviewStore]
+
+
+def _default_factory(url: str) -> ReviewStore:
+    from gateway.review.stores import open_store
+
+    return open_store(url)
+
+
+class Reviews:
+    """Every team's review settings and store; opened and closed with the app."""
+
+    def __init__(self, config: LoadedConfig, factory: StoreFactory = _default_factory) -> None:
+        base = config.gateway.review
+        self._settings: dict[str, ReviewSettings] = {
+            name: team.review.over(base) for name, team in config.teams.items()
+        }
+        self._default = base
+        self._by_url: dict[str, ReviewStore] = {}
+        for settings in [base, *self._settings.values()]:
+            if settings.store not in self._by_url:
+                self._by_url[settings.store] = factory(settings.store)
+
+    async def open(self) -> None:
+        opened: list[ReviewStore] = []
+        try:
+            for store in self._by_url.values():
+                await store.open()
+                opened.append(store)
+        except BaseException:
+            for store in opened:
+                await store.close()
+            raise
+
+    async def close(self) -> None:
+        for store in self._by_url.values():
+            await store.close()
+
+    def settings(self, team: str) -> ReviewSettings:
+        return self._settings.get(team, self._default)
+
+    def store(self, team: str) -> ReviewStore:
+        return self._by_url[self.settings(team).store]
+
+    @property
+    def stores(self) -> Iterable[ReviewStore]:
+        return self._by_url.values()
+
+    async def get(self, review_id: str) -> tuple[ReviewStore, Review]:
+        """The review and the store that holds it; raises NotFound."""
+        for store in self._by_url.values():
+            review = await store.get(review_id)
+            if review is not None:
+                return store, review
+        raise NotFound(f"no review {review_id}")
+
+    async def list(
+        self, *, team: str | None = None, status: Status | None = None, limit: int = 500
+    ) -> list[Review]:
+        """Newest first, across every store; ``team`` None lists every team's."""
+        found: dict[str, Review] = {}
+        for store in self._by_url.values():
+            for review in await store.list(team=team, status=status, limit=limit):
+                found[review.id] = review
+        return sorted(found.values(), key=lambda r: r.created, reverse=True)[:limit]
+
+    async def decide(
+        self, review_id: str, *, approve: bool, reviewer: str, note: str | None = None
+    ) -> Review:
+        store, _ = await self.get(review_id)
+        return await store.decide(review_id, approve=approve, reviewer=reviewer, note=note)
