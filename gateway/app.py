@@ -14,6 +14,7 @@ from gateway.observe.audit import AuditLog, fingerprint_key
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.reverse import ReverseProxy
+from gateway.review.gate import Gate, Reviews
 
 CONFIG = web.AppKey("config", LoadedConfig)
 GUARD = web.AppKey("guard", Guard)
@@ -21,6 +22,8 @@ SESSION = web.AppKey("session", aiohttp.ClientSession)
 AUDIT = web.AppKey("audit", AuditLog)
 PROXY = web.AppKey("proxy", ReverseProxy)
 METRICS = web.AppKey("metrics", Metrics)
+REVIEWS = web.AppKey("reviews", Reviews)
+GATE = web.AppKey("gate", Gate)
 
 
 def build_guard(config: LoadedConfig) -> Guard:
@@ -52,16 +55,27 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
     audit = AuditLog(config.gateway.audit.path, fsync=config.gateway.audit.fsync)
     audit.open()
+    reviews = Reviews(config)
+    try:
+        await reviews.open()
+        gate = Gate(reviews)
+        await gate.load()
+    except BaseException:
+        audit.close()
+        raise
     session = _new_session(config)
     app[GUARD].bind(session)
     app[AUDIT] = audit
     app[SESSION] = session
+    app[REVIEWS] = reviews
+    app[GATE] = gate
     app[LEDGER] = Ledger(audit, app[METRICS], frozenset(config.gateway.upstreams))
-    app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS])
+    app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS], gate)
     try:
         yield
     finally:
         await session.close()
+        await reviews.close()
         audit.close()
 
 

@@ -10,6 +10,7 @@
     │   ├── TooLarge         413: body over limits.max_body_bytes
     │   └── UnsupportedMedia 415: a body the gateway cannot inspect
     ├── Refused              a deny or review decision; 403 with the decision's category
+    ├── Held                 held for a reviewer; 403 review_pending with the review's id
     ├── UpstreamError        the upstream failed; maps to 502 / 504
     └── GuardFailure         the guard itself failed; always a deny, category guard_failure
 
@@ -84,6 +85,15 @@ class Refused(ReefgateError):
     def __init__(self, decision: Decision) -> None:
         super().__init__(decision.category)
         self.decision = decision
+
+
+class Held(ReefgateError):
+    """The request waits for a reviewer: not forwarded now, and not refused for good."""
+
+    def __init__(self, review_id: str, reason: str) -> None:
+        super().__init__(reason)
+        self.review_id = review_id
+        self.reason = reason
 
 
 class UpstreamError(ReefgateError):

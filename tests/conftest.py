@@ -12,7 +12,7 @@ from aiohttp.web_runner import BaseRunner
 
 from gateway.app import make_app
 from gateway.config.loader import LoadedConfig
-from gateway.config.models import Audit, GatewayConfig, Team, Upstream
+from gateway.config.models import Audit, GatewayConfig, Review, Team, Upstream
 from gateway.proxy.server import GatewayRunner
 from tests.fakes import FakeUpstream
 
@@ -47,6 +47,7 @@ def build_config(
             "anthropic": Upstream(base_url=upstream_url, flavor="anthropic", **opts),
         },
     )
+    gateway.setdefault("review", Review(store=f"sqlite:///{audit_path.parent / 'reviews.sqlite3'}"))
     return LoadedConfig(
         gateway=GatewayConfig(upstreams=upstreams, audit=Audit(path=audit_path), **gateway),
         teams=dict(teams) if teams is not None else {"default": Team(default=True)},
@@ -69,10 +70,14 @@ class GatewayTestServer(TestServer):
 async def make_stack(aiohttp_server: AiohttpServer, tmp_path: Path) -> AsyncIterator[StackFactory]:
     servers: list[TestServer] = []
 
-    async def factory(fake: FakeUpstream | None = None, **kwargs: Any) -> Stack:
+    async def factory(
+        fake: FakeUpstream | None = None, *, name: str = "audit", **kwargs: Any
+    ) -> Stack:
+        # Stacks of one test share tmp_path, and the review store by default;
+        # a second stack needs its own audit log (one writer per file).
         fake = fake or FakeUpstream()
         upstream_server = await aiohttp_server(fake.app())
-        audit_path = tmp_path / "audit.jsonl"
+        audit_path = tmp_path / f"{name}.jsonl"
         config = build_config(str(upstream_server.make_url("")).rstrip("/"), audit_path, **kwargs)
         app: web.Application = make_app(config)
         server = GatewayTestServer(app)

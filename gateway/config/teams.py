@@ -22,6 +22,9 @@ class TeamMatch:
     name: str
     team: Team
     by_key: bool
+    # The env var naming the gateway-issued key the agent presented: which
+    # agent of the team this is, without the key itself.
+    key_env: str | None = None
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
@@ -36,7 +39,7 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
 
 class TeamResolver:
     def __init__(self, config: LoadedConfig) -> None:
-        self._by_key: dict[str, str] = {}
+        self._by_key: dict[str, tuple[str, str]] = {}
         self._by_header: list[tuple[str, dict[str, str]]] = []
         self._by_cidr: list[tuple[str, list[IPNetwork]]] = []
         self._teams = dict(config.teams)
@@ -45,7 +48,7 @@ class TeamResolver:
             for var in team.match.keys_env:
                 value = config.env.get(var)
                 if value:
-                    self._by_key[value] = name
+                    self._by_key[value] = (name, var)
             if team.match.headers:
                 self._by_header.append((name, dict(team.match.headers)))
             if team.match.source_cidrs:
@@ -58,9 +61,10 @@ class TeamResolver:
         if self._by_key:
             key = presented_key(headers)
             if key is not None:
-                name = self._by_key.get(key)
-                if name is not None:
-                    return TeamMatch(name, self._teams[name], by_key=True)
+                found = self._by_key.get(key)
+                if found is not None:
+                    name, var = found
+                    return TeamMatch(name, self._teams[name], by_key=True, key_env=var)
         for name, wanted in self._by_header:
             if all(headers.get(h) == v for h, v in wanted.items()):
                 return TeamMatch(name, self._teams[name], by_key=False)

@@ -29,6 +29,9 @@ class Decision:
     category: str
     reason: str
     evidence: tuple[Evidence, ...] = ()
+    # For a review or a deny by a check past the floor: the start of the text
+    # that raised it, every secret the floor finds in it replaced, for a reviewer.
+    excerpt: str = ""
 
     @property
     def kinds(self) -> list[str]:

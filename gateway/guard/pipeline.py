@@ -276,9 +276,11 @@ class Guard:
 
     # -- verdicts, cached and shared in flight --
 
-    async def _cached(self, key: str, produce: Callable[[], Awaitable[Verdict]]) -> Verdict:
+    async def _cached(
+        self, key: str, produce: Callable[[], Awaitable[Verdict]], fresh: bool = False
+    ) -> Verdict:
         cache = self._verdicts
-        if cache is not None:
+        if cache is not None and not fresh:
             hit = cache.get(key)
             if hit is not None:
                 return hit
@@ -303,7 +305,13 @@ class Guard:
         return verdict
 
     async def _classify(
-        self, policy: TeamPolicy, direction: Direction, text: str, source: str, destination: str
+        self,
+        policy: TeamPolicy,
+        direction: Direction,
+        text: str,
+        source: str,
+        destination: str,
+        fresh: bool = False,
     ) -> Verdict:
         classifier = policy.classifier
         assert classifier is not None
@@ -317,7 +325,7 @@ class Guard:
                 self.classifier_calls += 1
                 return await classifier.classify(request, rules)
 
-        return await self._cached(key, produce)
+        return await self._cached(key, produce, fresh)
 
     @staticmethod
     def _is_untrusted(segment: Segment, inbound: Inbound) -> bool:
@@ -363,7 +371,16 @@ class Guard:
         destination: str,
         deadline: float | None = None,
     ) -> Decision:
-        """The decision for one request's segments.
+        """The decision for one request's segments: `inspect`, then `judge`."""
+        inspection = await self.inspect(segments, deadline)
+        if inspection.floor.action == "deny":
+            return inspection.floor
+        return await self.judge(inspection, policy, source, destination)
+
+    async def inspect(
+        self, segments: Sequence[Segment], deadline: float | None = None
+    ) -> Inspection:
+        """The deterministic floor over every segment; its deny is final.
 
         With a ``deadline`` (``time.monotonic()`` seconds), inspection that runs
         past it raises TimeoutError; large inputs are inspected in steps that
@@ -371,9 +388,24 @@ class Guard:
         """
         pace = _Pace(deadline)
         seen = await self._inspect([segment.text for segment in segments], monotonic(), pace)
-        floor_decision = _floor_decision(zip(segments, seen, strict=True))
-        if floor_decision.action == "deny":
-            return floor_decision
+        return Inspection(segments, seen, _floor_decision(zip(segments, seen, strict=True)), pace)
+
+    async def judge(
+        self,
+        inspection: Inspection,
+        policy: TeamPolicy,
+        source: str,
+        destination: str,
+        *,
+        approved: bool = False,
+    ) -> Decision:
+        """The injection check and the classifier, on what the floor let through.
+
+        ``approved``: a reviewer approved exactly this request, so it is
+        classified afresh (no cached verdict) and only a deny still blocks it; a
+        review verdict no longer holds it.
+        """
+        segments, seen, pace = inspection.segments, inspection.seen, inspection.pace
         classifier = policy.classifier
         inbound = policy.inbound
         # Without a classifier only untrusted text (and, per team, model output)
@@ -398,7 +430,9 @@ class Guard:
                         (
                             segment,
                             "inbound",
-                            self._classify(policy, "inbound", segment.text, source, destination),
+                            self._classify(
+                                policy, "inbound", segment.text, source, destination, approved
+                            ),
                         )
                     )
             if classifier is not None:
@@ -406,7 +440,9 @@ class Guard:
                     (
                         segment,
                         "outbound",
-                        self._classify(policy, "outbound", segment.text, source, destination),
+                        self._classify(
+                            policy, "outbound", segment.text, source, destination, approved
+                        ),
                     )
                 )
         if jobs:
@@ -416,7 +452,19 @@ class Guard:
                 for (segment, direction, _), verdict in zip(jobs, verdicts, strict=True)
             )
         pace.check()
+        if approved:
+            results = [r for r in results if r[2].decision != "review"]
         return _combine(results, self.fingerprint)
+
+
+@dataclass(slots=True)
+class Inspection:
+    """A request's segments after the floor: what `judge` continues from."""
+
+    segments: Sequence[Segment]
+    seen: list[_Seen]
+    floor: Decision
+    pace: _Pace
 
 
 class _Pace:
@@ -498,7 +546,28 @@ def _combine(
         return ALLOW
     segment, direction, verdict = worst
     reason = f"{direction} check: {verdict.reason} ({_safe_where(segment)})"
-    return Decision(verdict.decision, _shown_category(verdict.category), reason, tuple(evidence))
+    category = _shown_category(verdict.category)
+    return Decision(verdict.decision, category, reason, tuple(evidence), excerpt(segment.text))
+
+
+_EXCERPT_CHARS = 280
+
+
+def excerpt(text: str) -> str:
+    """The start of ``text`` as a reviewer may see it: whitespace collapsed, secrets replaced."""
+    short = " ".join(text[: _EXCERPT_CHARS * 2].split())[:_EXCERPT_CHARS]
+    if len(text) > _EXCERPT_CHARS:
+        short += "…"
+    try:
+        found = floor.find(short)
+    except Exception:
+        return floor.REDACTED
+    for kind, value in found:
+        if value not in short:
+            # Found only once unwrapped: the wrapping is the secret's spelling.
+            return floor.REDACTED
+        short = short.replace(value, f"[{kind}]")
+    return short
 
 
 _CATEGORY_OTHER = re.compile(r"[^A-Za-z0-9_.:-]+")

@@ -69,9 +69,14 @@ class Exchange:
     outcome: str | None = None
     upstream_status: int | None = None
     upstream_ms: float | None = None
+    # The review holding this request, or the one whose decision let it pass.
+    review_id: str | None = None
+    held_ms: float | None = None
 
     def advance(self, phase: Phase) -> None:
-        self.phase = phase
+        # Never back: a held streamed request has answered its client before
+        # it is forwarded.
+        self.phase = max(self.phase, phase)
 
     @property
     def decision(self) -> str:
@@ -108,6 +113,8 @@ class Exchange:
             ("outcome", self.outcome),
             ("upstream_status", self.upstream_status),
             ("upstream_ms", self.upstream_ms),
+            ("review_id", self.review_id),
+            ("held_ms", self.held_ms),
         ):
             if value is not None:
                 record[key] = value

@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 
 from aiohttp import web
 
-from gateway.errors import Refused, RequestError, RequestTimeout, UpstreamError
+from gateway.errors import Held, Refused, RequestError, RequestTimeout, UpstreamError
 from gateway.guard.decision import Decision
 from gateway.observe.audit import AuditLog
 from gateway.observe.logs import log_failure
@@ -122,6 +122,23 @@ def refusal(exchange: Exchange, decision: Decision) -> web.Response:
     response = error_response(exchange.flavor, 403, message, decision.category)
     response.headers["x-reefgate-decision"] = decision.action
     response.headers["x-reefgate-category"] = decision.category
+    if exchange.review_id is not None:
+        response.headers["x-reefgate-review-id"] = exchange.review_id
+    return response
+
+
+def held(exchange: Exchange, review_id: str, reason: str) -> web.Response:
+    """The answer to a request waiting for a reviewer: the same request passes once approved."""
+    exchange.status = 403
+    exchange.review_id = review_id
+    message = (
+        f"reefgate is holding this request for review {review_id}: {reason}; "
+        "send the same request again once a reviewer has approved it"
+    )
+    response = error_response(exchange.flavor, 403, message, "review_pending")
+    response.headers["x-reefgate-decision"] = "review"
+    response.headers["x-reefgate-category"] = "review_pending"
+    response.headers["x-reefgate-review-id"] = review_id
     return response
 
 
@@ -168,6 +185,8 @@ async def provider_errors(request: web.Request, handler: Handler) -> web.StreamR
         return await handler(request)
     except Refused as exc:
         return refusal(exchange, exc.decision)
+    except Held as exc:
+        return held(exchange, exc.review_id, exc.reason)
     except RequestError as exc:
         exchange.error = exc.code
         exchange.status = exc.status

@@ -20,10 +20,12 @@ from aiohttp.http_exceptions import HttpProcessingError
 from multidict import CIMultiDict
 from yarl import URL
 
+from gateway.canonical import sha256_hex
 from gateway.config.loader import LoadedConfig
 from gateway.config.teams import TeamMatch, TeamResolver
 from gateway.errors import (
     BadRequest,
+    Held,
     NotFound,
     Refused,
     RequestError,
@@ -34,7 +36,7 @@ from gateway.errors import (
 )
 from gateway.guard.decision import Decision
 from gateway.guard.floor import shown
-from gateway.guard.pipeline import Guard
+from gateway.guard.pipeline import Guard, Inspection, TeamPolicy
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
 from gateway.observe.metrics import Metrics
@@ -46,6 +48,9 @@ from gateway.proxy.upstream import (
     request_headers,
     response_headers,
 )
+from gateway.review.gate import Gate, ReviewCapacity
+from gateway.review.model import Finding as ReviewFinding
+from gateway.review.model import Review, approval_digest, pending
 from gateway.wire.base import Segment, Trust
 from gateway.wire.body import decode_content, request_segments, require_json
 from gateway.wire.errors import stream_error_event
@@ -127,6 +132,58 @@ class _Outgoing:
     team: TeamMatch
     headers: CIMultiDict[str]
     body: bytes
+    # The pending review holding it, if any.
+    held: Review | None = None
+    # Whether the client asked for a streamed answer.
+    stream: bool = False
+
+
+# An LLM request is one proposal going out, whichever check held it.
+_DIRECTION = "outbound"
+
+# Seconds between the comments that keep a held streamed request's connection alive.
+HEARTBEAT_S = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Reviewed:
+    """What a review of this request is bound to."""
+
+    team: str
+    source: str
+    destination: str
+    body: object
+    policy_version: str
+
+    def digest(self) -> str:
+        return approval_digest(
+            source=self.source,
+            destination=self.destination,
+            direction=_DIRECTION,
+            body=self.body,
+            policy_version=self.policy_version,
+        )
+
+
+def _source(team: TeamMatch) -> str:
+    # The team, and which of its agents when it presented a gateway-issued key.
+    source = f"team:{team.name}"
+    return f"{source}/key:{team.key_env}" if team.key_env else source
+
+
+def _is_stream(payload: object) -> bool:
+    return isinstance(payload, dict) and payload.get("stream") is True
+
+
+def _gated(review: Review) -> Decision:
+    """The decision a review stands for, pending or denied."""
+    if review.status == "pending":
+        return Decision("review", review.category, review.reason)
+    return Decision("deny", "review_denied", f"a reviewer denied this request ({review.id})")
+
+
+def _approved(review: Review) -> Decision:
+    return Decision("allow", "none", f"approved by a reviewer ({review.id})")
 
 
 class ReverseProxy:
@@ -136,8 +193,10 @@ class ReverseProxy:
         guard: Guard,
         session: aiohttp.ClientSession,
         metrics: Metrics,
+        gate: Gate,
     ) -> None:
         self._config = config
+        self._gate = gate
         self._guard = guard
         self._session = session
         self._metrics = metrics
@@ -154,6 +213,8 @@ class ReverseProxy:
         target = self._resolve(exchange, request)
         body = await self._read(request)
         outgoing = await self._inspect(exchange, request, target, body)
+        if outgoing.held is not None:
+            return await self._hold(exchange, request, outgoing, outgoing.held)
         return await self._forward(exchange, request, outgoing)
 
     # -- resolve: upstream, team, path --
@@ -232,10 +293,12 @@ class ReverseProxy:
             request.headers, strip_credentials=custody is not None or team.by_key
         )
         deadline = time.monotonic() + self._inspect_timeout
+        review: Review | None = None
+        stream = False
         try:
-            async with asyncio.timeout_at(
-                asyncio.get_running_loop().time() + self._inspect_timeout
-            ):
+            # The deadline stops the detectors between steps; the timeout stops
+            # a classifier call or a review store waiting past it.
+            async with asyncio.timeout(self._inspect_timeout):
                 # Repeated headers are one list to the upstream (RFC 9110, 5.3),
                 # so they are read as one here: "identity" then "gzip" is refused.
                 encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
@@ -250,11 +313,22 @@ class ReverseProxy:
                 segments.extend(
                     header_segments(headers, skip=self._skip_headers, key_kinds=route.key_kinds)
                 )
+                stream = _is_stream(payload)
                 model = payload.get("model") if isinstance(payload, dict) else None
                 destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
-                verdict = await self._guard.check(
-                    segments, policy, f"team:{team.name}", destination, deadline
-                )
+                inspection = await self._guard.inspect(segments, deadline)
+                verdict = inspection.floor
+                if verdict.action != "deny":
+                    # What the review gate binds: this sender, this destination,
+                    # this payload (the exact bytes when it is not JSON).
+                    reviewed = _Reviewed(
+                        team.name,
+                        _source(team),
+                        destination,
+                        payload if payload is not None else {"sha256": sha256_hex(decoded)},
+                        policy.policy_version,
+                    )
+                    verdict, review = await self._judge(inspection, policy, reviewed)
             exchange.advance(Phase.CHECKED)
         except RequestError:
             raise
@@ -270,11 +344,76 @@ class ReverseProxy:
             verdict = Decision("deny", GUARD_FAILURE, "the guard could not check this request")
         self._metrics.latency.observe(time.perf_counter() - started)
         exchange.verdict = verdict
-        if verdict.action != "allow":
+        if review is not None:
+            exchange.review_id = review.id
+        if verdict.action == "deny" or (verdict.action == "review" and review is None):
             raise Refused(verdict)
         if custody is not None:
             add_custody(headers, flavor=route.flavor, custody_key=custody)
-        return _Outgoing(route, team, headers, body)
+        held = review if verdict.action == "review" else None
+        return _Outgoing(route, team, headers, body, held, stream)
+
+    async def _judge(
+        self, inspection: Inspection, policy: TeamPolicy, reviewed: _Reviewed
+    ) -> tuple[Decision, Review | None]:
+        """The verdict past the floor, through the review gate.
+
+        The gate is asked before any classification: a request a reviewer is
+        still looking at stays pending without being classified again; one
+        they denied is denied; one they approved is classified once more, and
+        then only a deny blocks it. A new review verdict makes a pending review.
+        """
+        gate = self._gate
+        digest: str | None = None
+        review: Review | None = None
+        if gate.may_know(reviewed.team):
+            digest = reviewed.digest()
+            review = await gate.decided(reviewed.team, digest)
+        if review is not None and review.status != "approved":
+            return _gated(review), review
+        verdict = await self._guard.judge(
+            inspection,
+            policy,
+            reviewed.source,
+            reviewed.destination,
+            approved=review is not None,
+        )
+        if verdict.action != "review":
+            return verdict, review
+        try:
+            review = await gate.hold(
+                pending(
+                    team=reviewed.team,
+                    digest=digest or reviewed.digest(),
+                    direction=_DIRECTION,
+                    source=reviewed.source,
+                    destination=reviewed.destination,
+                    category=verdict.category,
+                    reason=verdict.reason,
+                    policy_version=reviewed.policy_version,
+                    excerpt=verdict.excerpt,
+                    findings=tuple(
+                        ReviewFinding(e.kind, e.fingerprint, e.where) for e in verdict.evidence
+                    ),
+                )
+            )
+        except ReviewCapacity:
+            limit = gate.reviews.settings(reviewed.team).max_pending
+            return (
+                Decision(
+                    "deny",
+                    "review_capacity",
+                    f"team {reviewed.team} already has {limit} requests waiting for review",
+                ),
+                None,
+            )
+        if review.status == "pending":
+            return verdict, review
+        if review.status == "approved":
+            # Held by another replica and approved there: this was the one
+            # fresh classification, and it did not deny.
+            return _approved(review), review
+        return _gated(review), review
 
     def _custody(self, route: Route, team: TeamMatch) -> str | None:
         team_cred = team.team.credentials.get(route.name)
@@ -282,11 +421,106 @@ class ReverseProxy:
             return self._config.env.get(team_cred.api_key_env)
         return route.custody_key
 
+    # -- hold: until a reviewer decides, or as a ticket --
+
+    async def _hold(
+        self, exchange: Exchange, request: web.Request, outgoing: _Outgoing, review: Review
+    ) -> web.StreamResponse:
+        settings = self._gate.reviews.settings(outgoing.team.name)
+        reason = f"{review.category}: {review.reason}"
+        if settings.hold == "ticket" or settings.hold_timeout_s <= 0:
+            raise Held(review.id, reason)
+        if outgoing.stream:
+            return await self._hold_stream(
+                exchange, request, outgoing, review, settings.hold_timeout_s
+            )
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(settings.hold_timeout_s):
+                decided = await self._gate.wait(review)
+        except TimeoutError:
+            raise Held(review.id, reason) from None
+        finally:
+            exchange.held_ms = round((time.perf_counter() - started) * 1000, 3)
+        if decided.status != "approved":
+            raise Refused(_gated(decided))
+        exchange.verdict = _approved(decided)
+        return await self._forward(exchange, request, outgoing)
+
+    async def _hold_stream(
+        self,
+        exchange: Exchange,
+        request: web.Request,
+        outgoing: _Outgoing,
+        review: Review,
+        hold_s: float,
+    ) -> web.StreamResponse:
+        """A streamed request waits on an open event stream, kept alive by comments.
+
+        Its status line has to go out before the decision is known, so a deny
+        or the deadline ends the stream with an error event in the provider's
+        shape (code review_denied or review_pending) rather than a 403.
+        """
+        response = web.StreamResponse(
+            status=200,
+            headers={
+                "Content-Type": "text/event-stream",
+                "Cache-Control": "no-cache",
+                "x-reefgate-request-id": exchange.request_id,
+                "x-reefgate-decision": "review",
+                "x-reefgate-review-id": review.id,
+            },
+        )
+        await response.prepare(request)
+        exchange.advance(Phase.STREAMING)
+        exchange.status = 200
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + hold_s
+        started = time.perf_counter()
+        waiting = asyncio.ensure_future(self._gate.wait(review))
+        decided: Review | None = None
+        try:
+            while (remaining := deadline - loop.time()) > 0:
+                done, _ = await asyncio.wait({waiting}, timeout=min(HEARTBEAT_S, remaining))
+                if done:
+                    decided = waiting.result()
+                    break
+                await response.write(b": reefgate is holding this request for review\n\n")
+        finally:
+            waiting.cancel()
+            exchange.held_ms = round((time.perf_counter() - started) * 1000, 3)
+        if decided is None or decided.status != "approved":
+            if decided is None:
+                code = "review_pending"
+                message = (
+                    f"reefgate is holding this request for review {review.id}; send the same "
+                    "request again once a reviewer has approved it"
+                )
+                exchange.outcome = "review_pending"
+            else:
+                exchange.verdict = _gated(decided)
+                code, message = "review_denied", f"a reviewer denied this request ({review.id})"
+            await response.write(stream_error_event(exchange.flavor, message, code))
+            await response.write_eof()
+            return response
+        exchange.verdict = _approved(decided)
+        return await self._forward(exchange, request, outgoing, response)
+
     # -- forward: to the upstream, and the answer back --
 
     async def _forward(
-        self, exchange: Exchange, request: web.Request, outgoing: _Outgoing
+        self,
+        exchange: Exchange,
+        request: web.Request,
+        outgoing: _Outgoing,
+        started: web.StreamResponse | None = None,
     ) -> web.StreamResponse:
+        """Send the request upstream and relay the answer.
+
+        ``started``: an event stream already answering the client (a held
+        streamed request): the upstream's events go into it, and any other
+        answer becomes an error event there.
+        """
         route = outgoing.route
         target = _upstream_url(route.base_url, exchange.path, exchange.query)
         upstream_started = time.perf_counter()
@@ -306,16 +540,39 @@ class ReverseProxy:
                 out_headers["x-reefgate-decision"] = "allow"
                 content_type = upstream.headers.get("Content-Type", "")
                 is_sse = content_type.startswith("text/event-stream")
+                if started is not None:
+                    if is_sse and upstream.status == 200:
+                        return await self._relay(
+                            exchange, request, upstream, out_headers, is_sse, started
+                        )
+                    await upstream.read()
+                    return await _end_stream(
+                        started,
+                        exchange,
+                        f"upstream {route.name} answered {upstream.status}",
+                        "upstream_error",
+                    )
                 if upstream.content_length is not None and not is_sse:
                     data = await upstream.read()
                     exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
                     return web.Response(status=upstream.status, body=data, headers=out_headers)
                 return await self._relay(exchange, request, upstream, out_headers, is_sse)
         except TimeoutError as exc:
+            if started is not None:
+                return await _end_stream(
+                    started, exchange, f"upstream {route.name} timed out", "upstream_timeout"
+                )
             raise UpstreamError(
                 f"upstream {route.name} timed out", status=504, code="upstream_timeout"
             ) from exc
         except aiohttp.ClientError as exc:
+            if started is not None and not isinstance(exc, ConnectionResetError):
+                return await _end_stream(
+                    started,
+                    exchange,
+                    f"upstream {route.name} is unreachable ({type(exc).__name__})",
+                    "upstream_unreachable",
+                )
             raise UpstreamError(
                 f"upstream {route.name} is unreachable ({type(exc).__name__})",
                 status=502,
@@ -329,6 +586,7 @@ class ReverseProxy:
         upstream: aiohttp.ClientResponse,
         headers: CIMultiDict[str],
         is_sse: bool,
+        started: web.StreamResponse | None = None,
     ) -> web.StreamResponse:
         """The answer as it arrives; an event stream event by event.
 
@@ -336,9 +594,10 @@ class ReverseProxy:
         the error event start at an event boundary, never glued onto a
         half-sent ``data:`` line.
         """
-        response = web.StreamResponse(status=upstream.status, headers=headers)
+        response = started or web.StreamResponse(status=upstream.status, headers=headers)
         try:
-            await response.prepare(request)
+            if started is None:
+                await response.prepare(request)
             exchange.advance(Phase.STREAMING)
             framer = SSEFramer() if is_sse else None
             try:
@@ -374,3 +633,13 @@ class ReverseProxy:
         except ConnectionResetError:
             exchange.outcome = "client_closed"
         return response
+
+
+async def _end_stream(
+    response: web.StreamResponse, exchange: Exchange, message: str, code: str
+) -> web.StreamResponse:
+    """End an event stream the client already has with an error event."""
+    exchange.outcome = code
+    await response.write(stream_error_event(exchange.flavor, message, code))
+    await response.write_eof()
+    return response

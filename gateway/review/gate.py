@@ -85,3 +85,62 @@ class Reviews:
     ) -> Review:
         store, _ = await self.get(review_id)
         return await store.decide(review_id, approve=approve, reviewer=reviewer, note=note)
+
+
+class ReviewCapacity(Exception):
+    """The team has as many pending reviews as it may: the request is denied instead."""
+
+
+class Gate:
+    """What the proxy asks of the reviews: is this exact request decided, and hold it if not.
+
+    Which digests have a review is kept in memory per team, loaded from the
+    stores at start and added to as reviews are made, so a request whose
+    digest has none (nearly every one) costs no store query; one that has a
+    review is read from its store, where the decision may have been made by
+    another replica. A review another replica makes for a digest this one has
+    not seen is found when this one's own check holds the request too: the
+    store keeps one review per digest and hands back the stored one.
+    """
+
+    # Reviews loaded per store at start.
+    LOAD_LIMIT = 1_000_000
+
+    def __init__(self, reviews: Reviews) -> None:
+        self.reviews = reviews
+        self._known: dict[str, set[str]] = {}
+
+    async def load(self) -> None:
+        for store in self.reviews.stores:
+            for review in await store.list(limit=self.LOAD_LIMIT):
+                self._known.setdefault(review.team, set()).add(review.digest)
+
+    def may_know(self, team: str) -> bool:
+        return bool(self._known.get(team))
+
+    async def decided(self, team: str, digest: str) -> Review | None:
+        """The review of exactly this request, if there is one."""
+        if digest not in self._known.get(team, ()):
+            return None
+        return await self.reviews.store(team).by_digest(digest)
+
+    async def hold(self, review: Review) -> Review:
+        """Store a new pending review, or return the one already stored for its digest.
+
+        Raises ReviewCapacity when the team already has `max_pending` pending.
+        """
+        store = self.reviews.store(review.team)
+        existing = await store.by_digest(review.digest)
+        if existing is None:
+            if (
+                await store.count_pending(review.team)
+                >= self.reviews.settings(review.team).max_pending
+            ):
+                raise ReviewCapacity(review.team)
+            existing = await store.submit(review)
+        self._known.setdefault(existing.team, set()).add(existing.digest)
+        return existing
+
+    async def wait(self, review: Review) -> Review:
+        """The review once decided; the caller bounds the wait."""
+        return await self.reviews.store(review.team).wait(review.id)

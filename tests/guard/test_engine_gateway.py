@@ -64,7 +64,9 @@ async def test_classifier_decisions(
     else:
         assert status == 403
         assert headers["x-reefgate-decision"] == decision
-        assert headers["x-reefgate-category"] == "test_policy"
+        # A review holds the request for a reviewer (the review gate's ticket).
+        category = "review_pending" if decision == "review" else "test_policy"
+        assert headers["x-reefgate-category"] == category
         assert stack.upstream.received == []
         assert "fake classifier says" in body["error"]["message"]
     assert fake.calls[0]["model"] == PINNED
