@@ -1,4 +1,4 @@
-"""The `reefgate` command: serve, check, eval, config validate, audit verify."""
+"""The `reefgate` command: serve, check, eval, config validate, audit verify, reviews."""
 
 from __future__ import annotations
 
@@ -7,20 +7,26 @@ import asyncio
 import gc
 import json
 import logging
+import os
 import signal
 import sys
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import Any
-
-from aiohttp import web
+from typing import TYPE_CHECKING, Any
 
 from gateway import __version__
-from gateway.config.loader import LoadedConfig, collect, load
-from gateway.errors import ConfigError
-from gateway.guard.decision import Decision
-from gateway.guard.pipeline import Guard
-from gateway.guard.verdict import Direction
+
+# Imported where used: the guard and the config schema take most of a second
+# to import, which `reefgate reviews` and `--version` never need.
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from gateway.config.loader import LoadedConfig
+    from gateway.config.models import Admin
+    from gateway.guard.decision import Decision
+    from gateway.guard.pipeline import Guard
+    from gateway.guard.verdict import Direction
 
 log = logging.getLogger("reefgate")
 
@@ -45,15 +51,69 @@ def _run(main: Callable[[], Coroutine[Any, Any, None]]) -> None:
 _GC_YOUNG_THRESHOLD = 10_000
 
 
+class _ListenError(Exception):
+    pass
+
+
+def _http_url(addr: object) -> str | None:
+    if not isinstance(addr, tuple):
+        return None
+    host = str(addr[0])
+    return f"http://[{host}]:{addr[1]}" if ":" in host else f"http://{host}:{addr[1]}"
+
+
+async def _start_admin(config: LoadedConfig, app: web.Application) -> web.AppRunner | None:
+    """The reviewers' listener beside the agents', on the main app's reviews and audit log."""
+    from aiohttp import web
+
+    from gateway.app import AUDIT, REVIEWS
+    from gateway.proxy.server import GatewayRunner
+    from gateway.review.admin import make_admin_app, tokens_configured
+
+    if not tokens_configured(config):
+        # Without a token every request would be refused: no port to open.
+        log.info("admin listener off: no admin.token_env and no reviewers.tokens_env")
+        return None
+    listen = config.gateway.admin.listen
+    # GatewayRunner: a malformed request is neither echoed nor logged, and here
+    # it may carry a bearer token.
+    runner = GatewayRunner(make_admin_app(config, app[REVIEWS], app[AUDIT]))
+    await runner.setup()
+    try:
+        await web.TCPSite(runner, listen.host, listen.port, reuse_address=True).start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise _ListenError(
+            f"cannot listen for reviewers on {listen.host}:{listen.port} "
+            f"(admin.listen): {exc.strerror or exc}"
+        ) from exc
+    return runner
+
+
 async def _serve(config: LoadedConfig, host: str, port: int) -> None:
+    from aiohttp import web
+
     from gateway.app import make_app
     from gateway.proxy.server import GatewayRunner
 
     app = make_app(config)
     runner = GatewayRunner(app)
     await runner.setup()
-    site = web.TCPSite(runner, host, port, backlog=2048, reuse_address=True)
-    await site.start()
+    admin: web.AppRunner | None = None
+    try:
+        site = web.TCPSite(runner, host, port, backlog=2048, reuse_address=True)
+        await site.start()
+        admin = await _start_admin(config, app)
+        await _serve_until_stopped(config, runner, admin)
+    finally:
+        if admin is not None:
+            await admin.cleanup()
+        await runner.cleanup()
+
+
+async def _serve_until_stopped(
+    config: LoadedConfig, runner: web.AppRunner, admin: web.AppRunner | None
+) -> None:
     # Everything loaded so far (config, compiled patterns, the injection model)
     # lives for the whole process: moving it out of the collector's view keeps
     # full collections from walking it again and again under load.
@@ -71,14 +131,15 @@ async def _serve(config: LoadedConfig, host: str, port: int) -> None:
                 f"(config: {config.source})",
                 flush=True,
             )
+    for addr in admin.addresses if admin is not None else ():
+        url = _http_url(addr)
+        if url is not None:
+            print(f"reefgate admin listening on {url}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    try:
-        await stop.wait()
-    finally:
-        await runner.cleanup()
+    await stop.wait()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -87,11 +148,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     host = args.host or config.gateway.listen.host
     port = args.port if args.port is not None else config.gateway.listen.port
-    _run(lambda: _serve(config, host, port))
+    try:
+        _run(lambda: _serve(config, host, port))
+    except _ListenError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
 def cmd_config_validate(args: argparse.Namespace) -> int:
+    from gateway.config.loader import collect
+
     loaded, issues = collect(args.dir)
     if loaded is None:
         for issue in issues:
@@ -117,6 +184,9 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
 
 
 def _config_for(args: argparse.Namespace) -> LoadedConfig | None:
+    from gateway.config.loader import load
+    from gateway.errors import ConfigError
+
     config_dir = args.config if args.config is not None else _default_config_dir()
     try:
         return load(config_dir)
@@ -271,6 +341,292 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return _run_guard(config, run)
 
 
+class _ReviewsError(Exception):
+    """A `reefgate reviews` failure: the line to print and the exit code."""
+
+    def __init__(self, message: str, code: int = 2) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+_ADMIN_TOKEN_ENV = "REEFGATE_ADMIN_TOKEN"
+_ADMIN_TIMEOUT_S = 10.0
+
+
+def _admin_settings(args: argparse.Namespace) -> Admin:
+    """gateway.yaml's admin block, read without resolving any other env var.
+
+    A reviewer's shell need not hold the provider keys the full config names.
+    """
+    import yaml
+    from pydantic import ValidationError
+
+    from gateway.config.models import GatewayConfig
+
+    config_dir = args.config if args.config is not None else _default_config_dir()
+    if config_dir is None:
+        return GatewayConfig().admin
+    path = config_dir / "gateway.yaml"
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return GatewayConfig.model_validate(raw).admin
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise _ReviewsError(f"cannot read {path}: {exc}") from exc
+    except ValidationError as exc:
+        raise _ReviewsError(f"{path} is not valid (reefgate config validate says why)") from exc
+
+
+def _admin_target(args: argparse.Namespace) -> tuple[str, str]:
+    """The admin API's base URL and the bearer token to send it."""
+    admin: Admin | None = None
+    url = args.admin_url
+    if url is None:
+        admin = _admin_settings(args)
+        host = admin.listen.host
+        # A wildcard address is where the gateway listens, not where to connect.
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+        url = _http_url((host, admin.listen.port))
+    token = args.token or os.environ.get(_ADMIN_TOKEN_ENV, "")
+    if not token:
+        admin = admin or _admin_settings(args)
+        if admin.token_env:
+            token = os.environ.get(admin.token_env, "")
+    if not token:
+        raise _ReviewsError(
+            f"no token: pass --token, or set {_ADMIN_TOKEN_ENV} "
+            "(or the variable named by admin.token_env)"
+        )
+    return str(url).rstrip("/"), token
+
+
+def _admin_call(
+    args: argparse.Namespace, method: str, path: str, body: object = None
+) -> tuple[int, Any]:
+    """(status, JSON) of one admin API request; connection trouble is a _ReviewsError."""
+    import http.client
+    import urllib.parse
+
+    base, token = _admin_target(args)
+    parts = urllib.parse.urlsplit(base)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise _ReviewsError(f"--admin-url must be an http:// or https:// URL, not {base!r}")
+    # http.client, not urllib: no proxy from the environment and no redirect
+    # may carry the token anywhere but where it was sent.
+    conn_type = (
+        http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+    )
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    data = None
+    if body is not None:
+        data = json.dumps(body).encode("utf-8")
+        headers["Content-Type"] = "application/json"
+    conn = conn_type(parts.hostname, parts.port, timeout=_ADMIN_TIMEOUT_S)
+    try:
+        conn.request(method, parts.path + path, body=data, headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+    except (OSError, http.client.HTTPException) as exc:
+        reason = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+        raise _ReviewsError(f"cannot reach the admin API at {base}: {reason}") from exc
+    finally:
+        conn.close()
+    try:
+        return response.status, json.loads(raw)
+    except ValueError as exc:
+        raise _ReviewsError(
+            f"the admin API at {base} answered HTTP {response.status} without JSON"
+        ) from exc
+
+
+def _admin_failure(status: int, data: Any, review_id: str | None = None) -> _ReviewsError:
+    error = data.get("error") if isinstance(data, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    text = _printable(str(message)) if message else f"HTTP {status}"
+    if status == 401:
+        return _ReviewsError(f"the admin API refused the token: {text}")
+    if status == 404:
+        return _ReviewsError(f"no review {_printable(review_id or '')}", 1)
+    if status == 409:
+        by = error.get("decided_by") if isinstance(error, dict) else None
+        return _ReviewsError(text + (f" (by {_printable(str(by))})" if by else ""), 1)
+    if status in (400, 403):
+        return _ReviewsError(text)
+    return _ReviewsError(f"the admin API answered {status}: {text}")
+
+
+def _printable(text: str, keep_newlines: bool = False) -> str:
+    """Text from a review, safe for a terminal.
+
+    A review's reason and excerpt quote the held request, which an attacker
+    may have written: control and format characters (escape sequences, bidi
+    overrides) are shown as escapes instead of acting on the terminal.
+    """
+    import unicodedata
+
+    out = []
+    for ch in text:
+        if keep_newlines and ch == "\n":
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp"):
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _when(seconds: object) -> str:
+    if not isinstance(seconds, int | float):
+        return "-"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def _review_id(value: str) -> str:
+    import urllib.parse
+
+    return urllib.parse.quote(value, safe="")
+
+
+def cmd_reviews_list(args: argparse.Namespace) -> int:
+    import urllib.parse
+
+    query = {k: v for k, v in (("status", args.status), ("team", args.team)) if v}
+    path = "/admin/reviews" + ("?" + urllib.parse.urlencode(query) if query else "")
+    status, data = _admin_call(args, "GET", path)
+    if status != 200 or not isinstance(data, list):
+        raise _admin_failure(status, data)
+    if args.json:
+        print(json.dumps(data, indent=2))
+        return 0
+    if not data:
+        print("no reviews", file=sys.stderr)
+        return 0
+    rows = [("ID", "STATUS", "TEAM", "CATEGORY", "CREATED", "SOURCE -> DESTINATION")]
+    for r in data:
+        rows.append(
+            (
+                str(r.get("id")),
+                str(r.get("status")),
+                str(r.get("team")),
+                str(r.get("category")),
+                _when(r.get("created")),
+                f"{r.get('source')} -> {r.get('destination')}",
+            )
+        )
+    widths = [max(len(_printable(row[i])) for row in rows) for i in range(len(rows[0]) - 1)]
+    for row in rows:
+        cells = [_printable(cell).ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*cells, _printable(row[-1])]))
+    return 0
+
+
+def _print_review(r: dict[str, Any]) -> None:
+    fields = [
+        ("id", r.get("id")),
+        ("status", r.get("status")),
+        ("team", r.get("team")),
+        ("category", r.get("category")),
+        ("reason", r.get("reason")),
+        ("direction", r.get("direction")),
+        ("source", r.get("source")),
+        ("destination", r.get("destination")),
+        ("created", _when(r.get("created"))),
+        ("digest", r.get("digest")),
+        ("policy version", r.get("policy_version")),
+    ]
+    if r.get("decided_by") is not None:
+        fields += [("decided by", r.get("decided_by")), ("decided at", _when(r.get("decided_at")))]
+    if r.get("note"):
+        fields.append(("note", r.get("note")))
+    for name, value in fields:
+        print(f"{name + ':':16}{_printable(str(value))}")
+    print("excerpt (secrets replaced):")
+    for line in _printable(str(r.get("excerpt", "")), keep_newlines=True).splitlines() or [""]:
+        print(f"  {line}")
+    findings = r.get("findings") or []
+    print("findings:" + ("" if findings else " none"))
+    for f in findings:
+        parts = (f.get("kind"), f.get("fingerprint"), f.get("where"))
+        print("  " + "  ".join(_printable(str(p)) for p in parts))
+
+
+def cmd_reviews_show(args: argparse.Namespace) -> int:
+    status, data = _admin_call(args, "GET", f"/admin/reviews/{_review_id(args.id)}")
+    if status != 200 or not isinstance(data, dict):
+        raise _admin_failure(status, data, args.id)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        _print_review(data)
+    return 0
+
+
+def cmd_reviews_decide(args: argparse.Namespace) -> int:
+    action = args.reviews_command  # approve or deny
+    body = {"note": args.note} if args.note else {}
+    path = f"/admin/reviews/{_review_id(args.id)}/{action}"
+    status, data = _admin_call(args, "POST", path, body)
+    if status != 200 or not isinstance(data, dict):
+        raise _admin_failure(status, data, args.id)
+    print(
+        f"{_printable(str(data.get('status')))} {_printable(str(data.get('id')))} "
+        f"(decided by {_printable(str(data.get('decided_by')))})"
+    )
+    return 0
+
+
+def _reviews_command(
+    command: Callable[[argparse.Namespace], int],
+) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        try:
+            return command(args)
+        except _ReviewsError as exc:
+            print(f"error: {exc.message}", file=sys.stderr)
+            return exc.code
+
+    return run
+
+
+def _add_reviews_parser(sub: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        help="config directory whose admin.listen and admin.token_env are the defaults "
+        "(default ./config if present)",
+    )
+    common.add_argument(
+        "--admin-url", default=None, help="the admin listener (default: from admin.listen)"
+    )
+    common.add_argument(
+        "--token",
+        default=None,
+        help=f"bearer token (default ${_ADMIN_TOKEN_ENV}, else the env var named by "
+        "admin.token_env); on the command line it is visible to other local users",
+    )
+    reviews = sub.add_parser("reviews", help="list, show, approve and deny held requests")
+    reviews_sub = reviews.add_subparsers(dest="reviews_command", required=True)
+
+    listing = reviews_sub.add_parser("list", parents=[common], help="list reviews, newest first")
+    listing.add_argument("--status", choices=("pending", "approved", "denied"), default=None)
+    listing.add_argument("--team", default=None)
+    listing.add_argument("--json", action="store_true", help="print the API's JSON")
+    listing.set_defaults(func=_reviews_command(cmd_reviews_list))
+
+    show = reviews_sub.add_parser("show", parents=[common], help="one review in full")
+    show.add_argument("id")
+    show.add_argument("--json", action="store_true", help="print the API's JSON")
+    show.set_defaults(func=_reviews_command(cmd_reviews_show))
+
+    for action, text in (("approve", "let the held request through"), ("deny", "refuse it")):
+        decide = reviews_sub.add_parser(action, parents=[common], help=text)
+        decide.add_argument("id")
+        decide.add_argument("--note", default=None, help="why (stored with the review)")
+        decide.set_defaults(func=_reviews_command(cmd_reviews_decide))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reefgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reefgate {__version__}")
@@ -329,6 +685,8 @@ def build_parser() -> argparse.ArgumentParser:
     verify = audit_sub.add_parser("verify", help="check the hash chain of an audit file")
     verify.add_argument("path", type=Path)
     verify.set_defaults(func=cmd_audit_verify)
+
+    _add_reviews_parser(sub)
     return parser
 
 
@@ -339,11 +697,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=getattr(logging, str(args.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
-    from gateway.observe.audit import AuditLogError
-
     try:
         rc: int = args.func(args)
-    except AuditLogError as exc:
+    except OSError as exc:
+        from gateway.observe.audit import AuditLogError
+
+        if not isinstance(exc, AuditLogError):
+            raise
         # The audit log or the fingerprint key cannot be opened or made.
         print(f"error: {exc}", file=sys.stderr)
         return 2
