@@ -12,6 +12,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from gateway.review.model import STATUSES, Finding, Review, Status
 from gateway.review.store import NotFound, StoreError
@@ -57,7 +58,15 @@ def open_store(url: str) -> ReviewStore:
     if url.startswith(("postgresql://", "postgres://")):
         from gateway.review.postgres import PostgresStore
 
-        return PostgresStore(url)
+        # `?schema=name` picks the schema the tables live in (default reefgate),
+        # so deployments can share a database; the rest goes to asyncpg as is.
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query, keep_blank_values=True)
+        schemas = [value for key, value in query if key == "schema"]
+        if not schemas:
+            return PostgresStore(url)
+        rest = urlencode([(key, value) for key, value in query if key != "schema"])
+        return PostgresStore(urlunsplit(parts._replace(query=rest)), schema=schemas[-1])
     # Only the scheme is echoed: the rest of a URL may hold a password.
     given = url.split("://", 1)[0] + "://..." if "://" in url else "a URL without a scheme"
     raise ValueError(f"review store URL must be sqlite:///<path> or postgresql://..., not {given}")

@@ -67,3 +67,31 @@ async def test_the_opened_store_works(tmp_path: Path, monkeypatch: pytest.Monkey
     finally:
         await store.close()
     assert (tmp_path / "var" / "reviews.sqlite3").is_file()
+
+
+async def test_a_schema_in_the_postgres_url_holds_the_tables() -> None:
+    import os
+
+    import asyncpg  # type: ignore[import-untyped]
+
+    schema = f"rg_url_{os.getpid()}_{os.urandom(3).hex()}"
+    store = open_store(
+        f"postgresql://postgres@127.0.0.1:5432/test?application_name=reefgate&schema={schema}"
+    )
+    assert isinstance(store, PostgresStore)
+    assert store.schema == schema
+    await store.open()
+    try:
+        stored = await store.submit(make_review())
+        assert await store.get(stored.id) == stored
+    finally:
+        await store.close()
+    conn = await asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test")
+    try:
+        tables = await conn.fetch(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = $1", schema
+        )
+        assert [t["table_name"] for t in tables] == ["reviews"]
+    finally:
+        await conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+        await conn.close()
