@@ -73,8 +73,9 @@ class Reviewer:
 
 def _digest(token: str) -> bytes:
     # Comparing fixed-length digests keeps a token's length out of the timing
-    # as well as its content.
-    return hashlib.sha256(token.encode("utf-8")).digest()
+    # as well as its content. surrogateescape: a header (or env var) that is
+    # not UTF-8 arrives with its bytes escaped, and is compared as those bytes.
+    return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
 
 
 class Tokens:
@@ -177,6 +178,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
         # The stores' messages may name a database URL with its password.
         log_failure(log, "review store", exc)
         return _error(503, "store_unavailable", "the review store cannot be used")
+    except Exception as exc:
+        # A bug: logged by type and place only, as the proxy does.
+        log_failure(log, "admin request", exc)
+        return _error(500, "internal_error", "reefgate failed")
 
 
 _HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -176,6 +177,21 @@ async def test_without_a_known_token_everything_is_401(
         assert resp.headers["WWW-Authenticate"].startswith("Bearer")
     assert (await admin.reviews.store("red").get(admin.red.id)) == admin.red
     assert admin.audit_events() == []
+
+
+async def test_a_token_that_is_not_utf8_is_401(admin: Admin) -> None:
+    server = admin.client.server
+    reader, writer = await asyncio.open_connection(server.host, server.port)
+    writer.write(
+        b"GET /admin/reviews HTTP/1.1\r\nHost: admin\r\n"
+        b"Authorization: Bearer \xff\xfe" + RED_TOKEN.encode() + b"\r\n"
+        b"Connection: close\r\n\r\n"
+    )
+    answer = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 401 "), answer[:200]
+    assert b'"code":"unauthorized"' in answer.replace(b" ", b"")
 
 
 async def test_the_bearer_scheme_is_case_insensitive(admin: Admin) -> None:
