@@ -610,8 +610,13 @@ def _add_reviews_parser(sub: Any) -> None:
     reviews_sub = reviews.add_subparsers(dest="reviews_command", required=True)
 
     listing = reviews_sub.add_parser("list", parents=[common], help="list reviews, newest first")
-    listing.add_argument("--status", choices=("pending", "approved", "denied"), default=None)
-    listing.add_argument("--team", default=None)
+    listing.add_argument(
+        "--status",
+        choices=("pending", "approved", "denied"),
+        default=None,
+        help="only reviews in this state (default: every state)",
+    )
+    listing.add_argument("--team", default=None, help="only this team's reviews")
     listing.add_argument("--json", action="store_true", help="print the API's JSON")
     listing.set_defaults(func=_reviews_command(cmd_reviews_list))
 
@@ -620,7 +625,10 @@ def _add_reviews_parser(sub: Any) -> None:
     show.add_argument("--json", action="store_true", help="print the API's JSON")
     show.set_defaults(func=_reviews_command(cmd_reviews_show))
 
-    for action, text in (("approve", "let the held request through"), ("deny", "refuse it")):
+    for action, text in (
+        ("approve", "let the held request through"),
+        ("deny", "refuse the held request"),
+    ):
         decide = reviews_sub.add_parser(action, parents=[common], help=text)
         decide.add_argument("id")
         decide.add_argument("--note", default=None, help="why (stored with the review)")
