@@ -99,7 +99,9 @@ class Gate:
     digest has none (nearly every one) costs no store query; one that has a
     review is read from its store, where the decision may have been made by
     another replica. A review another replica makes for a digest this one has
-    not seen is found when this one's own check holds the request too: the
+    not seen reaches this one's index through the store's submit
+    notifications (PostgreSQL); missing one (a listener reconnecting), it is
+    still found when this replica's own check holds the request, since the
     store keeps one review per digest and hands back the stored one.
     """
 
@@ -109,6 +111,12 @@ class Gate:
     def __init__(self, reviews: Reviews) -> None:
         self.reviews = reviews
         self._known: dict[str, set[str]] = {}
+        for store in reviews.stores:
+            # Reviews another replica makes reach this one's index too (PostgreSQL).
+            store.on_submit(self._learn)
+
+    def _learn(self, team: str, digest: str) -> None:
+        self._known.setdefault(team, set()).add(digest)
 
     async def load(self) -> None:
         for store in self.reviews.stores:

@@ -29,7 +29,7 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import asyncpg  # type: ignore[import-untyped]
@@ -68,6 +68,8 @@ class PostgresStore:
         self._timeout = timeout
         self._table = f'"{schema}".reviews'
         self._channel = f"{schema}_review_decided"
+        self._submitted_channel = f"{schema}_review_new"
+        self._submitted: list[Callable[[str, str], None]] = []
         self._pool: Any = None
         self._listener: Any = None
         self._reconnecting: asyncio.Task[None] | None = None
@@ -129,11 +131,20 @@ class PostgresStore:
         placeholders = ", ".join(f"${i}" for i in range(1, len(COLUMNS) + 1))
         with self._converted():
             pool = self._open_pool()
-            row = await pool.fetchrow(
-                f"INSERT INTO {self._table} ({COLUMN_LIST}) VALUES ({placeholders})"  # noqa: S608
-                f" ON CONFLICT (digest) DO NOTHING RETURNING {COLUMN_LIST}",
-                *to_row(review),
-            )
+            async with pool.acquire() as conn, conn.transaction():
+                row = await conn.fetchrow(
+                    f"INSERT INTO {self._table} ({COLUMN_LIST})"  # noqa: S608
+                    f" VALUES ({placeholders})"
+                    f" ON CONFLICT (digest) DO NOTHING RETURNING {COLUMN_LIST}",
+                    *to_row(review),
+                )
+                if row is not None:
+                    # Delivered with the commit, so every replica learns the digest.
+                    await conn.execute(
+                        "SELECT pg_notify($1, $2)",
+                        self._submitted_channel,
+                        f"{review.team}\t{review.digest}",
+                    )
             if row is None:
                 # A new statement sees the row the conflicting insert committed.
                 row = await pool.fetchrow(self._select("digest = $1"), review.digest)
@@ -269,6 +280,7 @@ class PostgresStore:
         )
         try:
             await conn.add_listener(self._channel, self._on_notify)
+            await conn.add_listener(self._submitted_channel, self._on_submitted)
         except BaseException:
             conn.terminate()
             raise
@@ -277,6 +289,14 @@ class PostgresStore:
 
     def _on_notify(self, _conn: object, _pid: int, _channel: str, review_id: str) -> None:
         self._waiters.wake(review_id)
+
+    def on_submit(self, callback: Callable[[str, str], None]) -> None:
+        self._submitted.append(callback)
+
+    def _on_submitted(self, _conn: object, _pid: int, _channel: str, payload: str) -> None:
+        team, _, digest = payload.partition("\t")
+        for callback in self._submitted:
+            callback(team, digest)
 
     def _on_listener_lost(self, _conn: object) -> None:
         if self._closed or self._reconnecting is not None:

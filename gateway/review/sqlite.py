@@ -87,6 +87,7 @@ class SQLiteStore:
         self._executor: ThreadPoolExecutor | None = None
         self._conn: sqlite3.Connection | None = None
         self._waiters = Waiters()
+        self._submitted: list[Callable[[str, str], None]] = []
 
     @property
     def waiting(self) -> int:
@@ -122,7 +123,15 @@ class SQLiteStore:
 
     async def submit(self, review: Review) -> Review:
         check_submittable(review)
-        return await self._run(_submit, to_row(review), review.digest)
+        stored: Review = await self._run(_submit, to_row(review), review.digest)
+        if stored.id == review.id:
+            # Other processes on the file are not told: several replicas want PostgreSQL.
+            for callback in self._submitted:
+                callback(stored.team, stored.digest)
+        return stored
+
+    def on_submit(self, callback: Callable[[str, str], None]) -> None:
+        self._submitted.append(callback)
 
     async def by_digest(self, digest: str) -> Review | None:
         return await self._run(_select_one, "digest", digest)

@@ -11,6 +11,10 @@ What a store must keep:
 - A decision is made once: `decide` moves a review from pending to approved
   or denied and records who and when; deciding it again raises
   `AlreadyDecided`.
+- `on_submit` callbacks hear of every review stored for the first time,
+  (team, digest), by this process and, where the store can tell (PostgreSQL:
+  NOTIFY in the inserting transaction), by other replicas: so a replica
+  learns that a digest it has not seen is under review.
 - `wait` returns as soon as the review is decided, by this process or by
   another replica sharing the store (PostgreSQL: LISTEN/NOTIFY, no polling
   loop of seconds); the caller bounds it with `asyncio.timeout`, and a
@@ -19,6 +23,7 @@ What a store must keep:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from gateway.review.model import Review, Status
@@ -62,6 +67,9 @@ class ReviewStore(Protocol):
         self, review_id: str, *, approve: bool, reviewer: str, note: str | None = None
     ) -> Review:
         """Approve or deny a pending review; raises NotFound or AlreadyDecided."""
+
+    def on_submit(self, callback: Callable[[str, str], None]) -> None:
+        """Call ``callback(team, digest)`` for each review stored from now on."""
 
     async def wait(self, review_id: str) -> Review:
         """The review once it is decided, here or on another replica; raises NotFound."""

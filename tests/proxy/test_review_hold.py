@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -312,3 +313,53 @@ async def test_the_gate_knows_reviews_made_before_a_start(
     stack = await _stack(make_stack, aiohttp_server, FakeClassifier())
     await _held(stack)
     assert stack.gateway.app[GATE].may_know("default")
+
+
+@pytest.fixture
+async def pg_store() -> AsyncIterator[str]:
+    import os
+
+    import asyncpg  # type: ignore[import-untyped]
+
+    database = "postgresql://postgres@127.0.0.1:5432/test"
+    schema = f"rg_hold_{os.getpid()}_{os.urandom(3).hex()}"
+    yield f"{database}?schema={schema}"
+    conn = await asyncpg.connect(database)
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+async def test_a_replica_keeps_a_request_pending_that_another_replica_held(
+    make_stack: StackFactory, aiohttp_server: Any, pg_store: str
+) -> None:
+    async def replica(name: str, fake: FakeClassifier) -> Stack:
+        server = await aiohttp_server(fake.app())
+        classifier = Classifier(
+            provider="openai",
+            base_url=str(server.make_url("")).rstrip("/"),
+            pinned_model=PINNED,
+            api_key_env="GUARD_KEY",
+        )
+        stack: Stack = await make_stack(
+            name=name,
+            guard=Guard(classifier=classifier),
+            review=Review(store=pg_store),
+            env={"GUARD_KEY": "guard-secret-key"},
+        )
+        return stack
+
+    a = await replica("a", FakeClassifier())
+    b_classifier = FakeClassifier()
+    b = await replica("b", b_classifier)
+    review_id = await _held(a)
+    # b heard of the review (a notification from the store) and keeps the
+    # identical request pending without classifying it.
+    gate = b.gateway.app[GATE]
+    for _ in range(500):
+        if gate.may_know("default"):
+            break
+        await asyncio.sleep(0.01)
+    assert await _held(b) == review_id
+    assert b_classifier.calls == []

@@ -514,3 +514,44 @@ async def _terminate_listeners(schema: str) -> set[int]:
     finally:
         await conn.close()
     return set(pids)
+
+
+# -- submit notifications: how a replica learns a digest is under review --
+
+
+async def test_on_submit_hears_each_new_review_once(store: Store) -> None:
+    heard: list[tuple[str, str]] = []
+    store.on_submit(lambda team, digest: heard.append((team, digest)))
+    first = await store.submit(make_review("one"))
+    await store.submit(make_review("one"))  # the same digest: nothing new is stored
+    second = await store.submit(make_review("two"))
+    for _ in range(200):
+        if len(heard) >= 2:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.05)
+    assert heard == [(first.team, first.digest), (second.team, second.digest)]
+
+
+async def test_a_postgres_replica_hears_of_reviews_another_one_stores(
+    pg_schema: str,
+) -> None:
+    here, there = PostgresStore(PG_DSN, schema=pg_schema), PostgresStore(PG_DSN, schema=pg_schema)
+    await here.open()
+    await there.open()
+    try:
+        heard = asyncio.Event()
+        learned: list[tuple[str, str]] = []
+
+        def learn(team: str, digest: str) -> None:
+            learned.append((team, digest))
+            heard.set()
+
+        here.on_submit(learn)
+        review = await there.submit(make_review("made on the other replica"))
+        async with asyncio.timeout(5):
+            await heard.wait()
+        assert learned == [(review.team, review.digest)]
+    finally:
+        await here.close()
+        await there.close()
