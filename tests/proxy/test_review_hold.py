@@ -31,7 +31,7 @@ async def _stack(
     name: str = "audit",
     review: TeamReview | None = None,
     rules: Rules | None = None,
-    store: Path | None = None,
+    store: str | None = None,
 ) -> Stack:
     server = await aiohttp_server(fake.app())
     classifier = Classifier(
@@ -42,7 +42,7 @@ async def _stack(
     )
     extra: dict[str, Any] = {}
     if store is not None:
-        extra["review"] = Review(store=f"sqlite:///{store}")
+        extra["review"] = Review(store=store)
     stack: Stack = await make_stack(
         name=name,
         guard=Guard(classifier=classifier),
@@ -146,7 +146,7 @@ async def test_an_approval_does_not_carry_over_to_a_changed_body(
 async def test_an_approval_does_not_carry_over_to_changed_rules_or_a_restart_loses_nothing(
     make_stack: StackFactory, aiohttp_server: Any, tmp_path: Path
 ) -> None:
-    store = tmp_path / "shared-reviews.sqlite3"
+    store = f"sqlite:///{tmp_path / 'shared-reviews.sqlite3'}"
     first = await _stack(make_stack, aiohttp_server, FakeClassifier(), name="first", store=store)
     review_id = await _held(first)
     await first.gateway.close()
@@ -334,25 +334,9 @@ async def pg_store() -> AsyncIterator[str]:
 async def test_a_replica_keeps_a_request_pending_that_another_replica_held(
     make_stack: StackFactory, aiohttp_server: Any, pg_store: str
 ) -> None:
-    async def replica(name: str, fake: FakeClassifier) -> Stack:
-        server = await aiohttp_server(fake.app())
-        classifier = Classifier(
-            provider="openai",
-            base_url=str(server.make_url("")).rstrip("/"),
-            pinned_model=PINNED,
-            api_key_env="GUARD_KEY",
-        )
-        stack: Stack = await make_stack(
-            name=name,
-            guard=Guard(classifier=classifier),
-            review=Review(store=pg_store),
-            env={"GUARD_KEY": "guard-secret-key"},
-        )
-        return stack
-
-    a = await replica("a", FakeClassifier())
+    a = await _stack(make_stack, aiohttp_server, FakeClassifier(), name="a", store=pg_store)
     b_classifier = FakeClassifier()
-    b = await replica("b", b_classifier)
+    b = await _stack(make_stack, aiohttp_server, b_classifier, name="b", store=pg_store)
     review_id = await _held(a)
     # b heard of the review (a notification from the store) and keeps the
     # identical request pending without classifying it.
