@@ -1,0 +1,1 @@
+"""The tool-call guardian: deterministic rules, the assessment discipline and the breaker."""
