@@ -250,6 +250,13 @@ def reader(c: Command) -> None:
             reads(c, path, secret)
 
 
+def decoder(c: Command) -> None:
+    """base64 and friends: decoding is how a command hides what it runs."""
+    reader(c)
+    if any(a in ("-d", "-D", "--decode", "-r", "--reverse") for a in c.args[1:]):
+        c.flow.decodes = True
+
+
 def other(c: Command) -> None:
     """Any other program handed a credential file may print it: worth noting, not refusing."""
     if c.name in QUIET:
@@ -360,6 +367,10 @@ CHECKS: dict[str, Callable[[Command], None]] = {
     "ncat": netcat,
     "netcat": netcat,
     "socat": socat,
+    "base64": decoder,
+    "base32": decoder,
+    "basenc": decoder,
+    "xxd": decoder,
 }
 
 

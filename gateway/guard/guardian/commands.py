@@ -134,13 +134,21 @@ def _across(p: shell.Pipeline, flows: list[Flow], commands: tuple[str, ...], sco
     """The checks that need the whole pipeline: what flows from one command into the next."""
     fetched: list[str | None] | None = None  # hosts downloaded from by earlier commands
     secret: str | None = None  # a credential an earlier command printed
+    hidden = False  # an earlier command decoded something the text does not show
     for j, flow in enumerate(flows):
+        if flow.decodes:
+            # "echo cm0gLXJmIC8= | base64 -d | sh": decode the literal to read it.
+            literal = flows[j - 1].prints if j else None
+            flow.prints = _base64(literal) if literal is not None else None
+            hidden = hidden or flow.prints is None
         if flow.runs_stdin and fetched is not None:
             hosts = tuple(dict.fromkeys(h for h in fetched if h))
             action = Action("run-download", commands, hosts=hosts)
             scope.add("high", "pipes a download into a shell or interpreter", action)
         elif flow.runs_stdin and j and flows[j - 1].prints is not None:
             walk(flows[j - 1].prints or "", scope, commands)
+        elif flow.runs_stdin and hidden:
+            scope.add("high", "runs code it decodes on the fly", Action("run", commands))
         if flow.sends_stdin is not None and j:
             scope.send(flow.sends_stdin, secret, (), commands)
         if flow.downloads is not None:
@@ -152,6 +160,13 @@ def _across(p: shell.Pipeline, flows: list[Flow], commands: tuple[str, ...], sco
         for r in last.redirects:
             if r.op in (">", ">>", ">|", "&>") and not r.target.text.startswith("/dev/"):
                 scope.downloaded.add(locate(r.target.text, scope.cwd).text())
+
+
+def _base64(text: str) -> str | None:
+    try:
+        return base64.b64decode("".join(text.split()), validate=True).decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _expand(word: shell.Word, variables: dict[str, str]) -> shell.Word:
@@ -261,6 +276,16 @@ def _runs_download(c: Command, rule: str, hosts: tuple[str | None, ...] = ()) ->
     c.add("high", rule, Action("run-download", c.commands, hosts=named))
 
 
+def _runs_substitution(c: Command, index: int) -> None:
+    """Code built by a substitution ("$(curl ...)", "$(echo ... | base64 -d)") is unseen code."""
+    hosts = c.downloads(index)
+    flow = c.sub_flows.get(id(c.words[index])) if index < len(c.words) else None
+    if hosts is not None:
+        _runs_download(c, "runs code straight from a download", hosts)
+    elif flow is not None and flow.decodes:
+        c.add("high", "runs code it decodes on the fly", Action("run", c.commands))
+
+
 def _runs_file(c: Command, index: int) -> None:
     """The script file a shell or interpreter is given: a download is a download run."""
     word = c.words[index]
@@ -293,9 +318,7 @@ def _shell(c: Command) -> None:
         i += 1
     if has_script:
         if i < len(args):
-            hosts = c.downloads(i)
-            if hosts is not None:
-                _runs_download(c, "runs a script straight from a download", hosts)
+            _runs_substitution(c, i)
             walk(args[i], c.scope, c.commands)
         return
     if i >= len(args) or args[i] == "-" or reads_stdin:
@@ -314,9 +337,9 @@ def _interpreter(c: Command, family: str) -> None:
         a = args[i]
         if a in code or (a[:2] in code and len(a) > 2):
             at = i + 1 if a in code else i
-            hosts = c.downloads(at)
-            if hosts is not None:
-                _runs_download(c, "runs code straight from a download", hosts)
+            _runs_substitution(c, at)
+            if at < len(args):
+                _system_calls(c, args[at] if a in code else a[2:])
             return
         if a == "-m" and family == "python":
             return
@@ -330,6 +353,21 @@ def _interpreter(c: Command, family: str) -> None:
         c.flow.runs_stdin = True
     else:
         _runs_file(c, i)
+
+
+# A shell command written out in a program: os.system("..."), subprocess.run("...", shell=True),
+# system('...'), execSync("..."), backticks in Perl or Ruby.
+_SYSTEM_CALL = re.compile(
+    r"""(?:system|popen|getoutput|getstatusoutput|check_output|check_call|call|run|exec"""
+    r"""|execSync|spawnSync|shell_exec|passthru)\s*\(\s*[rbuf]?(['"])(.+?)(?<!\\)\1"""
+    r"""|`([^`]+)`|\bqx\{([^}]+)\}""",
+    re.S,
+)
+
+
+def _system_calls(c: Command, code: str) -> None:
+    for m in _SYSTEM_CALL.finditer(code):
+        walk(m.group(2) or m.group(3) or m.group(4) or "", c.scope, c.commands)
 
 
 def _powershell(c: Command) -> None:
@@ -364,9 +402,7 @@ def _cmd_exe(c: Command) -> None:
 
 def _eval(c: Command) -> None:
     for k in range(1, len(c.words)):
-        hosts = c.downloads(k)
-        if hosts is not None:
-            _runs_download(c, "runs code straight from a download", hosts)
+        _runs_substitution(c, k)
     walk(" ".join(c.args[1:]), c.scope, c.commands, subshell=False)
 
 

@@ -66,11 +66,13 @@ class Flow:
     runs_stdin: bool = False  # runs its standard input as code
     sends_stdin: tuple[str | None, ...] | None = None  # hosts it sends its standard input to
     prints: str | None = None  # literal text it prints (echo, printf)
+    decodes: bool = False  # it decodes its input (base64 -d): what it prints is hidden
 
     def merge(self, other: Flow) -> None:
         if other.downloads is not None:
             self.downloads = (self.downloads or ()) + other.downloads
         self.secret = self.secret or other.secret
+        self.decodes = self.decodes or other.decodes
 
 
 @dataclass(slots=True)

@@ -18,12 +18,13 @@ high, refused unless the user's last message asks for it
     --mirror, --all with force) or delete of main/master, also when an earlier
     ``git checkout main`` made it the current branch; a download piped into a
     shell or interpreter, run through <(...) or $(...), or saved and then run;
-    PowerShell's iex with a download; reading a credential file (file tools,
+    PowerShell's iex with a download; code decoded on the fly (base64 -d) and
+    run; reading a credential file (file tools,
     cat/less/cp/tar/base64/grep..., a ``<`` redirect, dd if=); sending local
     data to a host outside the allowed list (curl data/form/upload, wget
     --post-*, scp/rsync to host:, nc/ssh/socat/ /dev/tcp fed data, a fetch tool
     with a body or POST/PUT/PATCH); recursive chmod/chown of a home directory;
-    a script nested too deeply to check.
+    a script or arguments nested too deeply to check.
 medium, allowed and noted
     force-push of another branch, or of one the text cannot name; recursive
     delete of an unresolvable path; other deletes outside the workspace;
@@ -31,6 +32,10 @@ medium, allowed and noted
     data sent to a host named only by a variable.
 low, allowed
     everything else, including a plain GET to any host.
+
+Scripts are read wherever they hide: ``bash -c``, ``su -c``, ``ssh host cmd``,
+``eval``, here-documents, ``echo ... | sh``, base64 literals piped to a shell,
+and shell strings inside interpreter code (``os.system("...")``).
 
 Loopback hosts always count as allowed. Protected places are checked before
 the workspace: a workspace never makes deleting / or a home directory less
