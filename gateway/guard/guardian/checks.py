@@ -46,8 +46,7 @@ def delete(c: Command, target: str, *, recursive: bool, selective: bool = False)
         elif whole:
             c.add("medium", "recursively deletes a path the guardian cannot resolve", action)
     elif place.kind == "rel":
-        # Some shells let ".*" match "..".
-        if place.escapes or (place.parts and place.parts[-1].startswith(".*")):
+        if place.escapes:
             risk: RiskLevel = "high" if whole else "medium"
             c.add(risk, "deletes files above the working directory", action)
     elif not inside(place, c.scope.workspace):

@@ -243,8 +243,8 @@ def _redirects(
             if is_disk(target):
                 action = Action("format-disk", commands, paths=(target,))
                 scope.add("critical", "writes straight to a disk device", action)
-            if m := re.match(r"^/dev/(?:tcp|udp)/([^/]+)/", target):
-                net_hosts.append(m.group(1).lower())
+            if (host := network.dev_net_host(target)) is not None:
+                net_hosts.append(host)
         if r.op in ("<", "<>"):
             stdin_path = target
         elif r.op in ("<<", "<<-"):

@@ -158,6 +158,12 @@ def remote_host(spec: str) -> str | None:
     return None if re.search(r"[$`{}]", host) else host
 
 
+def bare_host(text: str) -> str | None:
+    """A host named on its own ("user@host", "[::1]"), as ssh and nc take it."""
+    host = text.rsplit("@", 1)[-1].strip("[]").lower().rstrip(".")
+    return None if not host or re.search(r"[$`{}()/\s]", host) else host
+
+
 @dataclass(slots=True)
 class Transfer:
     """What one network command does with data."""
@@ -309,7 +315,7 @@ def netcat(argv: Sequence[str]) -> tuple[Transfer, bool]:
     t = Transfer()
     if s.has("-l", "--listen") or not s.operands:
         return t, False
-    t.hosts = [remote_host(s.operands[0][1] + ":") or None]
+    t.hosts = [bare_host(s.operands[0][1])]
     return t, s.has("-e", "-c", "--exec", "--sh-exec", "--lua-exec")
 
 
@@ -319,7 +325,7 @@ def ssh(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     if not s.operands:
         return None, []
     first = s.operands[0][1]
-    host = remote_host(first + ":") if "://" not in first else url_host(first)
+    host = url_host(first) if "://" in first else bare_host(first)
     return host, [arg for _, arg in s.operands[1:]]
 
 

@@ -41,8 +41,9 @@ _HOMES = frozenset({"home", "Users"})
 _SYSTEM_FILES = _words("bin boot dev etc lib lib32 lib64 libx32 sbin usr System")
 _GLOB = re.compile(r"[*?\[{]")
 _HOME_PREFIX = re.compile(r"^(?:~[^/]*|\$HOME|\$\{HOME\})(?=/|$)")
-_PWD_PREFIX = re.compile(r"^(?:\$PWD|\$\{PWD\})(?=/|$)")
-_VAR_PREFIX = re.compile(r"^\$(?:\{[^}]*\}?|[A-Za-z_]\w*|[@*#?$!0-9-])")
+_PWD_PREFIX = re.compile(r"^(?:\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)(?=/|$)")
+# A variable or a command substitution: the text cannot tell what it holds.
+_VAR_PREFIX = re.compile(r"^(?:\$(?:\{[^}]*\}?|\([^)]*\)?|[A-Za-z_]\w*|[@*#?$!0-9-])|`[^`]*`?)")
 # Block devices: writing to one destroys whatever file system it held.
 _DISK = re.compile(
     r"^/dev/(?:[shv]d[a-z]|xvd[a-z]|nvme\d|mmcblk\d|r?disk\d|md\d|dm-\d|loop\d|nbd\d|sr\d"

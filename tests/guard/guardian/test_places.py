@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from gateway.guard.guardian.network import host_allowed, remote_host, scan, url_hosts
+from gateway.guard.guardian.network import (
+    bare_host,
+    host_allowed,
+    remote_host,
+    scan,
+    url_hosts,
+)
 from gateway.guard.guardian.paths import credential, is_disk, locate, protected
 
 
@@ -25,6 +31,9 @@ from gateway.guard.guardian.paths import credential, is_disk, locate, protected
         ("..", "~/proj", "home", "~"),
         ("build", None, "unknown", "build"),
         ("$DIR/x", "", "unknown", "x"),
+        ("$(pwd)/build", "", "rel", "build"),
+        ("$(dirname $0)/x", "", "unknown", "x"),
+        ("`mktemp -d`/x", "", "unknown", "x"),
     ],
 )
 def test_locate(text: str, cwd: str | None, kind: str, rendered: str) -> None:
@@ -115,6 +124,15 @@ def test_url_hosts(url: str, hosts: list[str | None]) -> None:
 )  # fmt: skip
 def test_remote_hosts(spec: str, host: str | None) -> None:
     assert remote_host(spec) == host
+
+
+@pytest.mark.parametrize(
+    ("text", "host"),
+    [("deploy@h.test", "h.test"), ("H.Test.", "h.test"), ("[::1]", "::1"), ("::1", "::1"),
+     ("$HOST", None), ("", None)],
+)  # fmt: skip
+def test_bare_hosts(text: str, host: str | None) -> None:
+    assert bare_host(text) == host
 
 
 def test_scan_reads_clusters_and_values() -> None:
