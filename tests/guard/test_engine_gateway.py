@@ -257,7 +257,7 @@ async def test_an_unexpected_classifier_error_denies_and_logs_no_payload(
         raise ValueError(f"cannot encode {args!r}")
 
     stack = await _guarded_stack(make_stack, aiohttp_server, FakeClassifier())
-    monkeypatch.setattr(OpenAIResponses, "build", broken)
+    monkeypatch.setattr(OpenAIResponses, "ask", broken)
     status, headers, _ = await _chat(stack, [{"role": "user", "content": text}])
     assert status == 403
     assert headers["x-reefgate-category"] == "guard_failure"

@@ -10,7 +10,7 @@ import logging
 
 import aiohttp
 
-from gateway.guard.classifiers.providers import Provider
+from gateway.guard.classifiers.providers import Provider, ProviderRequest, build, read
 from gateway.guard.verdict import (
     MAX_RESPONSE_CHARS,
     AdmissionError,
@@ -54,19 +54,28 @@ class Classifier:
         return admit(raw, self.pinned_model, request.policy_version)
 
     async def _call(self, request: GuardRequest, rules: str | None) -> dict[str, object]:
-        built = self.provider.build(request, rules)
-        async with self._session.post(
-            built.url, data=built.body, headers=built.headers, allow_redirects=False
-        ) as resp:
-            chunks: list[bytes] = []
-            size = 0
-            async for chunk in resp.content.iter_any():
-                size += len(chunk)
-                if size > _MAX_RESPONSE_BYTES:
-                    raise AdmissionError("provider response too large")
-                chunks.append(chunk)
-            body = b"".join(chunks)
-            encoding = resp.headers.get("Content-Encoding", "identity").lower()
-            if encoding not in ("identity", ""):
-                raise AdmissionError("compressed provider response")
-            return self.provider.read(resp.status, body.decode("utf-8"))
+        status, body = await post(self._session, build(self.provider, request, rules))
+        return read(self.provider, status, body)
+
+
+async def post(session: aiohttp.ClientSession, built: ProviderRequest) -> tuple[int, str]:
+    """One classification request: its status and body text, bounded in size.
+
+    Raises AdmissionError, UnicodeDecodeError or aiohttp's errors; callers
+    fail closed on all of them.
+    """
+    async with session.post(
+        built.url, data=built.body, headers=built.headers, allow_redirects=False
+    ) as resp:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in resp.content.iter_any():
+            size += len(chunk)
+            if size > _MAX_RESPONSE_BYTES:
+                raise AdmissionError("provider response too large")
+            chunks.append(chunk)
+        body = b"".join(chunks)
+        encoding = resp.headers.get("Content-Encoding", "identity").lower()
+        if encoding not in ("identity", ""):
+            raise AdmissionError("compressed provider response")
+        return resp.status, body.decode("utf-8")

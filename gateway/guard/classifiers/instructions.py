@@ -62,9 +62,3 @@ def instructions(direction: Direction, policy_version: str, rules: str | None = 
     if rules is not None:
         text = f"{text} {RULES_FRAME} <operator-policy>{rules}</operator-policy>"
     return f"{text} Set policyVersion to exactly {json.dumps(policy_version)}."
-
-
-def schema_sentence() -> str:
-    """For providers whose structured output is best-effort, the schema is also spelled out."""
-    schema = json.dumps(VERDICT_SCHEMA, separators=(",", ":"))
-    return f" The object must exactly match this schema: {schema}"

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from typing import Protocol
 
-from gateway.guard.classifiers.instructions import VERDICT_SCHEMA, instructions, schema_sentence
+from gateway.guard.classifiers.instructions import VERDICT_SCHEMA, instructions
 from gateway.guard.verdict import AdmissionError, GuardRequest, parse_envelope, verdict_object
 
 
@@ -21,6 +21,22 @@ class ProviderRequest:
     body: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    """One structured-output question: trusted instructions, untrusted input as data."""
+
+    system: str
+    input: str
+    schema_name: str
+    schema: dict[str, object]
+
+    def system_with_schema(self) -> str:
+        # For providers whose structured output is best-effort, the schema is
+        # also spelled out in the instructions.
+        schema = json.dumps(self.schema, separators=(",", ":"))
+        return f"{self.system} The object must exactly match this schema: {schema}"
+
+
 class Provider(Protocol):
     @property
     def name(self) -> str: ...
@@ -28,9 +44,30 @@ class Provider(Protocol):
     @property
     def pinned_model(self) -> str: ...
 
-    def build(self, request: GuardRequest, rules: str | None) -> ProviderRequest: ...
+    def ask(self, prompt: Prompt) -> ProviderRequest: ...
 
-    def read(self, status: int, body: str) -> dict[str, object]: ...
+    def answer(self, status: int, body: str) -> str:
+        """The one text the pinned model answered with; AdmissionError for anything else."""
+        ...
+
+
+def verdict_prompt(request: GuardRequest, rules: str | None) -> Prompt:
+    return Prompt(
+        instructions(request.direction, request.policy_version, rules),
+        request.to_json(),
+        "reefgate_guard_verdict",
+        VERDICT_SCHEMA,
+    )
+
+
+def build(provider: Provider, request: GuardRequest, rules: str | None) -> ProviderRequest:
+    """The guard's classification request to ``provider``."""
+    return provider.ask(verdict_prompt(request, rules))
+
+
+def read(provider: Provider, status: int, body: str) -> dict[str, object]:
+    """The raw verdict object from ``provider``'s response, with `model` from its envelope."""
+    return verdict_object(provider.answer(status, body), provider.pinned_model)
 
 
 def _dumps(value: object) -> bytes:
@@ -56,20 +93,20 @@ class OpenAIResponses:
     api_key: str
     name: str = "openai"
 
-    def build(self, request: GuardRequest, rules: str | None) -> ProviderRequest:
+    def ask(self, prompt: Prompt) -> ProviderRequest:
         body = {
             "model": self.pinned_model,
-            "instructions": instructions(request.direction, request.policy_version, rules),
-            "input": request.to_json(),
+            "instructions": prompt.system,
+            "input": prompt.input,
             "store": False,
             "background": False,
             "tools": [],
             "text": {
                 "format": {
                     "type": "json_schema",
-                    "name": "reefgate_guard_verdict",
+                    "name": prompt.schema_name,
                     "strict": True,
-                    "schema": VERDICT_SCHEMA,
+                    "schema": prompt.schema,
                 }
             },
         }
@@ -79,10 +116,10 @@ class OpenAIResponses:
             _dumps(body),
         )
 
-    def read(self, status: int, body: str) -> dict[str, object]:
+    def answer(self, status: int, body: str) -> str:
         _ok(status)
         envelope = parse_envelope(body)
-        model = _same_model(envelope, self.pinned_model)
+        _same_model(envelope, self.pinned_model)
         if envelope.get("status") != "completed":
             raise AdmissionError("response is not completed")
         output = envelope.get("output")
@@ -103,7 +140,7 @@ class OpenAIResponses:
                     texts.append(text)
         if len(texts) != 1:
             raise AdmissionError("response must hold exactly one output_text")
-        return verdict_object(texts[0], model)
+        return texts[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,14 +150,13 @@ class AnthropicMessages:
     api_key: str
     name: str = "anthropic"
 
-    def build(self, request: GuardRequest, rules: str | None) -> ProviderRequest:
+    def ask(self, prompt: Prompt) -> ProviderRequest:
         body = {
             "model": self.pinned_model,
             "max_tokens": 512,
-            "system": instructions(request.direction, request.policy_version, rules)
-            + schema_sentence(),
-            "output_config": {"format": {"type": "json_schema", "schema": VERDICT_SCHEMA}},
-            "messages": [{"role": "user", "content": request.to_json()}],
+            "system": prompt.system_with_schema(),
+            "output_config": {"format": {"type": "json_schema", "schema": prompt.schema}},
+            "messages": [{"role": "user", "content": prompt.input}],
         }
         return ProviderRequest(
             f"{self.base_url}/v1/messages",
@@ -132,10 +168,10 @@ class AnthropicMessages:
             _dumps(body),
         )
 
-    def read(self, status: int, body: str) -> dict[str, object]:
+    def answer(self, status: int, body: str) -> str:
         _ok(status)
         envelope = parse_envelope(body)
-        model = _same_model(envelope, self.pinned_model)
+        _same_model(envelope, self.pinned_model)
         if envelope.get("stop_reason") != "end_turn":
             raise AdmissionError("message did not end its turn")
         content = envelope.get("content")
@@ -147,7 +183,7 @@ class AnthropicMessages:
         text = block.get("text")
         if not isinstance(text, str):
             raise AdmissionError("text block without text")
-        return verdict_object(text, model)
+        return text
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,23 +195,19 @@ class OpenAICompatibleChat:
     api_key: str
     name: str = "openai-compatible"
 
-    def build(self, request: GuardRequest, rules: str | None) -> ProviderRequest:
+    def ask(self, prompt: Prompt) -> ProviderRequest:
         body = {
             "model": self.pinned_model,
             "messages": [
-                {
-                    "role": "system",
-                    "content": instructions(request.direction, request.policy_version, rules)
-                    + schema_sentence(),
-                },
-                {"role": "user", "content": request.to_json()},
+                {"role": "system", "content": prompt.system_with_schema()},
+                {"role": "user", "content": prompt.input},
             ],
             "response_format": {
                 "type": "json_schema",
                 "json_schema": {
-                    "name": "reefgate_guard_verdict",
+                    "name": prompt.schema_name,
                     "strict": True,
-                    "schema": VERDICT_SCHEMA,
+                    "schema": prompt.schema,
                 },
             },
             "temperature": 0,
@@ -186,10 +218,10 @@ class OpenAICompatibleChat:
             headers["authorization"] = f"Bearer {self.api_key}"
         return ProviderRequest(f"{self.base_url}/v1/chat/completions", headers, _dumps(body))
 
-    def read(self, status: int, body: str) -> dict[str, object]:
+    def answer(self, status: int, body: str) -> str:
         _ok(status)
         envelope = parse_envelope(body)
-        model = _same_model(envelope, self.pinned_model)
+        _same_model(envelope, self.pinned_model)
         choices = envelope.get("choices")
         if not isinstance(choices, list) or len(choices) != 1 or not isinstance(choices[0], dict):
             raise AdmissionError("completion must hold exactly one choice")
@@ -200,4 +232,4 @@ class OpenAICompatibleChat:
         text = message.get("content") if isinstance(message, dict) else None
         if not isinstance(text, str):
             raise AdmissionError("completion has no text content")
-        return verdict_object(text, model)
+        return text
