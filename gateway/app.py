@@ -9,6 +9,8 @@ from aiohttp import HttpVersion11, web
 
 from gateway.config.loader import LoadedConfig
 from gateway.guard.findings import Fingerprinter
+from gateway.guard.guardian.judge import Guardian
+from gateway.guard.guardian.llm import build_assessor
 from gateway.guard.pipeline import Guard
 from gateway.observe.audit import AuditLog, fingerprint_key
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
@@ -70,7 +72,8 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[REVIEWS] = reviews
     app[GATE] = gate
     app[LEDGER] = Ledger(audit, app[METRICS], frozenset(config.gateway.upstreams))
-    app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS], gate)
+    guardian = Guardian(config, gate, app[GUARD].fingerprint, build_assessor(config, session))
+    app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS], gate, guardian)
     try:
         yield
     finally:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from tests import replies
+
 CHAT_MODEL = "gpt-4o-mini-2024-07-18"
 CLAUDE_MODEL = "claude-sonnet-4-20250514"
 
@@ -28,6 +30,13 @@ class FakeUpstream:
     delay: float = 0.0
     # Stop a stream after this many events without finishing it.
     die_after_events: int | None = None
+    # Answer with this text and these tool calls (tests.replies) instead of the greeting.
+    reply: tuple[str | None, list[replies.Call]] | None = None
+    # Seconds between a stream's events; stop after this many and stall.
+    event_delay: float = 0.0
+    # Fragments each scripted text and each call's arguments are streamed in.
+    pieces: int = 3
+    stall_after_events: int | None = None
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -50,6 +59,12 @@ class FakeUpstream:
         payload = json.loads(body) if body and request.content_type == "application/json" else {}
         stream = isinstance(payload, dict) and payload.get("stream") is True
         path = request.path
+        if self.reply is not None:
+            scripted = self._scripted(path, stream)
+            if scripted is not None:
+                if isinstance(scripted, list):
+                    return await self._sse(request, scripted)
+                return web.json_response(scripted)
         if path.endswith("/chat/completions"):
             if stream:
                 return await self._sse(request, _chat_events())
@@ -66,6 +81,23 @@ class FakeUpstream:
             return web.json_response({"object": "list", "data": []})
         return web.json_response({"echo": path, "query": request.query_string})
 
+    def _scripted(self, path: str, stream: bool) -> list[bytes] | dict[str, object] | None:
+        assert self.reply is not None
+        text, calls = self.reply
+        if path.endswith("/chat/completions"):
+            if stream:
+                return replies.chat_events(text, calls, n=self.pieces)
+            return replies.chat_completion(text, calls)
+        if path.endswith("/responses"):
+            return (
+                replies.responses_events(text, calls) if stream else replies.response(text, calls)
+            )
+        if path.endswith("/messages"):
+            if stream:
+                return replies.anthropic_events(text, calls, n=self.pieces)
+            return replies.anthropic_message(text, calls)
+        return None
+
     async def _sse(self, request: web.Request, events: list[bytes]) -> web.StreamResponse:
         resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
         await resp.prepare(request)
@@ -75,8 +107,10 @@ class FakeUpstream:
                 assert request.transport is not None
                 request.transport.close()
                 return resp
+            if self.stall_after_events is not None and i >= self.stall_after_events:
+                await asyncio.sleep(3600)
             await resp.write(event)
-            await asyncio.sleep(0)
+            await asyncio.sleep(self.event_delay)
         await resp.write_eof()
         return resp
 

@@ -232,6 +232,35 @@ class Reviewers(Strict):
     tokens_env: list[EnvName] = Field(default_factory=list)
 
 
+class Breaker(Strict):
+    """The circuit breaker on tool calls, per agent turn (the guardian seed's thresholds)."""
+
+    consecutive: int = Field(default=3, ge=1, le=1000)
+    window: int = Field(default=50, ge=1, le=10_000)
+    window_denials: int = Field(default=10, ge=1, le=10_000)
+    # Turns remembered at once, and for how long after their last judgement.
+    max_turns: int = Field(default=100_000, ge=1, le=10_000_000)
+    ttl_s: float = Field(default=3600.0, gt=0, le=7 * 86400)
+
+    @model_validator(mode="after")
+    def _fits(self) -> Breaker:
+        if self.window_denials > self.window:
+            raise ValueError("window_denials cannot exceed window")
+        return self
+
+
+class Guardian(Strict):
+    """How the calls a model asks the agent to run are judged before the agent sees them."""
+
+    # An optional LLM guardian after the deterministic one; `none` keeps only
+    # the deterministic rules. Pinned like the guard's classifier.
+    classifier: Classifier = Classifier()
+    breaker: Breaker = Breaker()
+    # Characters of model text held back when a team redacts output: a secret
+    # up to this long is caught however it is split across chunks.
+    redact_window: int = Field(default=256, ge=64, le=65_536)
+
+
 class GatewayConfig(Strict):
     listen: Listen = Listen()
     upstreams: dict[str, Upstream] = Field(
@@ -246,6 +275,7 @@ class GatewayConfig(Strict):
     guard: Guard = Guard()
     review: Review = Review()
     admin: Admin = Admin()
+    guardian: Guardian = Guardian()
 
     @field_validator("upstreams")
     @classmethod
@@ -314,6 +344,32 @@ class Inbound(Strict):
     model_output: bool = False
 
 
+class Tools(Strict):
+    """A team's tool policy by tool name (shell-style patterns, case-sensitive)."""
+
+    # Released without assessment.
+    allow: list[str] = Field(default_factory=list)
+    # Always replaced by a denial.
+    deny: list[str] = Field(default_factory=list)
+    # Held for a reviewer of the team, like a request the guard sends to review.
+    review: list[str] = Field(default_factory=list)
+    # Hosts local data may be sent to (exact, or *.example.com).
+    allowed_hosts: list[str] = Field(default_factory=list)
+    # Directories the agent works in: destructive commands inside them are routine.
+    workspace: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> Tools:
+        lists = {"allow": self.allow, "deny": self.deny, "review": self.review}
+        seen: dict[str, str] = {}
+        for name, patterns in lists.items():
+            for pattern in patterns:
+                if pattern in seen and seen[pattern] != name:
+                    raise ValueError(f"tool {pattern!r} is in both {seen[pattern]} and {name}")
+                seen[pattern] = name
+        return self
+
+
 class Team(Strict):
     default: bool = False
     match: Match = Match()
@@ -326,6 +382,10 @@ class Team(Strict):
     inbound: Inbound = Inbound()
     review: TeamReview = TeamReview()
     reviewers: Reviewers = Reviewers()
+    tools: Tools = Tools()
+    # Replace secrets the deterministic floor finds in model output with
+    # [REDACTED:<kind>] before the agent sees them.
+    redact_output: bool = False
 
     @model_validator(mode="after")
     def _has_a_way_in(self) -> Team:

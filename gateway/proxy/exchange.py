@@ -72,6 +72,8 @@ class Exchange:
     # The review holding this request, or the one whose decision let it pass.
     review_id: str | None = None
     held_ms: float | None = None
+    # The guardian's judgement of each tool call in the answer, as audited.
+    tool_calls: list[dict[str, object]] = field(default_factory=list)
 
     def advance(self, phase: Phase) -> None:
         # Never back: a held streamed request has answered its client before
@@ -118,6 +120,8 @@ class Exchange:
         ):
             if value is not None:
                 record[key] = value
+        if self.tool_calls:
+            record["tool_calls"] = self.tool_calls
         if self.phase is Phase.STREAMING:
             record["stream"] = True
         record["latency_ms"] = round((time.perf_counter() - self.started) * 1000, 3)

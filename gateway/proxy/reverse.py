@@ -22,6 +22,7 @@ from yarl import URL
 
 from gateway.canonical import sha256_hex
 from gateway.config.loader import LoadedConfig
+from gateway.config.models import Team
 from gateway.config.teams import TeamMatch, TeamResolver
 from gateway.errors import (
     BadRequest,
@@ -36,12 +37,23 @@ from gateway.errors import (
 )
 from gateway.guard.decision import Decision
 from gateway.guard.floor import shown
+from gateway.guard.guardian.judge import Guardian
 from gateway.guard.pipeline import Guard, Inspection, TeamPolicy
+from gateway.guard.redact import StreamRedactor, redact
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
 from gateway.observe.metrics import Metrics
 from gateway.proxy.exchange import METHODS, Exchange, Phase, Route
 from gateway.proxy.middleware import EXCHANGE
+from gateway.proxy.relay import (
+    compressed,
+    edited_body,
+    end_stream,
+    is_json,
+    read_bounded,
+    relay_raw,
+    relay_stream,
+)
 from gateway.proxy.upstream import (
     add_custody,
     header_segments,
@@ -54,7 +66,7 @@ from gateway.review.model import Review, approval_digest, pending
 from gateway.wire.base import Segment, Trust
 from gateway.wire.body import decode_content, request_segments, require_json
 from gateway.wire.errors import stream_error_event
-from gateway.wire.sse import SSEFramer
+from gateway.wire.replies.base import FilterFactory, Rewrite
 
 log = logging.getLogger("reefgate.access")
 guard_log = logging.getLogger("reefgate.guard")
@@ -136,6 +148,10 @@ class _Outgoing:
     held: Review | None = None
     # Whether the client asked for a streamed answer.
     stream: bool = False
+    # The parsed request, whose conversation the guardian reads to judge the
+    # answer's tool calls; and the destination the outbound check judged.
+    payload: object = None
+    destination: str = ""
 
 
 # An LLM request is one proposal going out, whichever check held it.
@@ -194,9 +210,11 @@ class ReverseProxy:
         session: aiohttp.ClientSession,
         metrics: Metrics,
         gate: Gate,
+        guardian: Guardian,
     ) -> None:
         self._config = config
         self._gate = gate
+        self._guardian = guardian
         self._guard = guard
         self._session = session
         self._metrics = metrics
@@ -295,6 +313,8 @@ class ReverseProxy:
         deadline = time.monotonic() + self._inspect_timeout
         review: Review | None = None
         stream = False
+        payload: object = None
+        destination = route.name
         try:
             # The deadline stops the detectors between steps; the timeout stops
             # a classifier call or a review store waiting past it.
@@ -351,7 +371,9 @@ class ReverseProxy:
         if custody is not None:
             add_custody(headers, flavor=route.flavor, custody_key=custody)
         held = review if verdict.action == "review" else None
-        return _Outgoing(route, team, headers, body, held, stream)
+        # Answers are read before the agent gets them: they must come as sent.
+        headers["Accept-Encoding"] = "identity"
+        return _Outgoing(route, team, headers, body, held, stream, payload, destination)
 
     async def _judge(
         self, inspection: Inspection, policy: TeamPolicy, reviewed: _Reviewed
@@ -515,7 +537,7 @@ class ReverseProxy:
         outgoing: _Outgoing,
         started: web.StreamResponse | None = None,
     ) -> web.StreamResponse:
-        """Send the request upstream and relay the answer.
+        """Send the request upstream and relay the answer, its tool calls judged.
 
         ``started``: an event stream already answering the client (a held
         streamed request): the upstream's events go into it, and any other
@@ -540,26 +562,51 @@ class ReverseProxy:
                 out_headers["x-reefgate-decision"] = "allow"
                 content_type = upstream.headers.get("Content-Type", "")
                 is_sse = content_type.startswith("text/event-stream")
+                judge = self._guardian.judge_for(
+                    exchange, outgoing.team, outgoing.payload, outgoing.destination, request.headers
+                )
+                team = outgoing.team.team
                 if started is not None:
                     if is_sse and upstream.status == 200:
-                        return await self._relay(
-                            exchange, request, upstream, out_headers, is_sse, started
+                        return await relay_stream(
+                            exchange,
+                            request,
+                            upstream,
+                            out_headers,
+                            judge,
+                            self._text_filter(team),
+                            started,
                         )
                     await upstream.read()
-                    return await _end_stream(
+                    return await end_stream(
                         started,
                         exchange,
                         f"upstream {route.name} answered {upstream.status}",
                         "upstream_error",
                     )
-                if upstream.content_length is not None and not is_sse:
+                if is_sse:
+                    return await relay_stream(
+                        exchange, request, upstream, out_headers, judge, self._text_filter(team)
+                    )
+                if not is_json(content_type) or not 200 <= upstream.status < 300:
+                    if upstream.content_length is None:
+                        return await relay_raw(exchange, request, upstream, out_headers)
                     data = await upstream.read()
                     exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
                     return web.Response(status=upstream.status, body=data, headers=out_headers)
-                return await self._relay(exchange, request, upstream, out_headers, is_sse)
+                if compressed(upstream):
+                    raise UpstreamError(
+                        "upstream sent a compressed answer, which reefgate cannot inspect",
+                        status=502,
+                        code="upstream_error",
+                    )
+                data = await read_bounded(upstream, self._limit)
+                exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
+                data = await edited_body(data, judge, self._rewrite(team))
+                return web.Response(status=upstream.status, body=data, headers=out_headers)
         except TimeoutError as exc:
             if started is not None:
-                return await _end_stream(
+                return await end_stream(
                     started, exchange, f"upstream {route.name} timed out", "upstream_timeout"
                 )
             raise UpstreamError(
@@ -567,7 +614,7 @@ class ReverseProxy:
             ) from exc
         except aiohttp.ClientError as exc:
             if started is not None and not isinstance(exc, ConnectionResetError):
-                return await _end_stream(
+                return await end_stream(
                     started,
                     exchange,
                     f"upstream {route.name} is unreachable ({type(exc).__name__})",
@@ -579,67 +626,11 @@ class ReverseProxy:
                 code="upstream_unreachable",
             ) from exc
 
-    async def _relay(
-        self,
-        exchange: Exchange,
-        request: web.Request,
-        upstream: aiohttp.ClientResponse,
-        headers: CIMultiDict[str],
-        is_sse: bool,
-        started: web.StreamResponse | None = None,
-    ) -> web.StreamResponse:
-        """The answer as it arrives; an event stream event by event.
+    def _text_filter(self, team: Team) -> FilterFactory | None:
+        if not team.redact_output:
+            return None
+        window = self._config.gateway.guardian.redact_window
+        return lambda: StreamRedactor(window)
 
-        Whole events only: after an upstream failure the client's parser sees
-        the error event start at an event boundary, never glued onto a
-        half-sent ``data:`` line.
-        """
-        response = started or web.StreamResponse(status=upstream.status, headers=headers)
-        try:
-            if started is None:
-                await response.prepare(request)
-            exchange.advance(Phase.STREAMING)
-            framer = SSEFramer() if is_sse else None
-            try:
-                async for chunk in upstream.content.iter_any():
-                    if framer is None:
-                        await response.write(chunk)
-                    elif events := framer.feed(chunk):
-                        await response.write(events)
-            except ConnectionResetError:
-                # aiohttp's error for writing to a client that has gone is also
-                # a ClientError; it is not the upstream's failure.
-                raise
-            except (aiohttp.ClientError, TimeoutError) as exc:
-                # Headers are gone already: the client gets a well-formed error
-                # event instead of a silent truncation or a hang. An incomplete
-                # event the upstream left behind is dropped with it.
-                exchange.outcome = "upstream_failed_mid_stream"
-                log.warning("upstream failed mid-stream: %s", type(exc).__name__)
-                if framer is not None:
-                    await response.write(
-                        stream_error_event(
-                            exchange.flavor,
-                            "upstream connection failed mid-stream",
-                            "upstream_error",
-                        )
-                    )
-            else:
-                if framer is not None and (tail := framer.flush()):
-                    # A stream that ended without its last blank line: relayed
-                    # as sent, which no client dispatches as an event.
-                    await response.write(tail)
-            await response.write_eof()
-        except ConnectionResetError:
-            exchange.outcome = "client_closed"
-        return response
-
-
-async def _end_stream(
-    response: web.StreamResponse, exchange: Exchange, message: str, code: str
-) -> web.StreamResponse:
-    """End an event stream the client already has with an error event."""
-    exchange.outcome = code
-    await response.write(stream_error_event(exchange.flavor, message, code))
-    await response.write_eof()
-    return response
+    def _rewrite(self, team: Team) -> Rewrite | None:
+        return redact if team.redact_output else None

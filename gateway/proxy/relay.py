@@ -1,0 +1,217 @@
+"""The answer's way back: every tool call judged before the agent can act on it.
+
+An event stream goes through a sans-IO decoder and the answer editor
+(:mod:`gateway.wire.replies`): text events go out as they arrive, a tool
+call's events wait until the call is whole and judged. A JSON answer is read
+whole, judged and re-encoded only when something in it changed. Anything else
+(files, audio, model lists) is relayed as it comes.
+
+The stream's status line is gone before the first event, so every failure
+after it, the upstream's or the guardian's, ends the stream with an error
+event in the provider's shape at an event boundary, and never with part of a
+call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+
+import aiohttp
+from aiohttp import web
+from multidict import CIMultiDict
+
+from gateway.errors import UpstreamError
+from gateway.proxy.exchange import Exchange, Phase
+from gateway.wire.calls import ToolCall
+from gateway.wire.errors import stream_error_event
+from gateway.wire.replies import AnswerStream, Ruling, body_editor
+from gateway.wire.replies.base import FilterFactory, Rewrite
+from gateway.wire.sse import SSEDecoder
+
+log = logging.getLogger("reefgate.access")
+
+Judge = Callable[[ToolCall], Awaitable[Ruling]]
+
+# Seconds between the comments that keep a stream alive while a call is judged
+# (an LLM guardian or a reviewer can take a while).
+HEARTBEAT_S = 5.0
+_HEARTBEAT = b": reefgate is judging a tool call\n\n"
+
+
+def is_json(content_type: str) -> bool:
+    media = content_type.partition(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def _identity(headers: Mapping[str, str]) -> bool:
+    encoding = headers.get("Content-Encoding", "identity").strip().lower()
+    return encoding in ("", "identity")
+
+
+async def relay_stream(
+    exchange: Exchange,
+    request: web.Request,
+    upstream: aiohttp.ClientResponse,
+    headers: CIMultiDict[str],
+    judge: Judge,
+    text_filter: FilterFactory | None,
+    started: web.StreamResponse | None = None,
+) -> web.StreamResponse:
+    """An event stream, event by event, with its tool calls judged on the way."""
+    if not _identity(upstream.headers):
+        raise UpstreamError(
+            "upstream sent a compressed event stream, which reefgate cannot inspect",
+            status=502,
+            code="upstream_error",
+        )
+    response = started or web.StreamResponse(status=upstream.status, headers=headers)
+    decoder = SSEDecoder()
+    editor = AnswerStream(text_filter)
+    try:
+        if started is None:
+            await response.prepare(request)
+        exchange.advance(Phase.STREAMING)
+        try:
+            async for chunk in upstream.content.iter_any():
+                out: list[bytes] = []
+                for event in decoder.feed(chunk):
+                    calls = editor.feed(event)
+                    rulings = []
+                    for call in calls:
+                        if out:
+                            # What is ready goes before a wait the agent cannot see.
+                            await response.write(b"".join(out))
+                            out.clear()
+                        rulings.append(await _judged(judge, call, response))
+                    out.append(editor.release(rulings))
+                if out:
+                    await response.write(b"".join(out))
+        except ConnectionResetError:
+            # aiohttp's error for writing to a client that has gone is also
+            # a ClientError; it is not the upstream's failure.
+            raise
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # An incomplete event the upstream left behind, and any call still
+            # held, are dropped with it.
+            exchange.outcome = "upstream_failed_mid_stream"
+            log.warning("upstream failed mid-stream: %s", type(exc).__name__)
+            await response.write(
+                stream_error_event(
+                    exchange.flavor, "upstream connection failed mid-stream", "upstream_error"
+                )
+            )
+        else:
+            tail = decoder.flush()
+            if editor.pending():
+                exchange.outcome = "upstream_failed_mid_stream"
+                await response.write(
+                    stream_error_event(
+                        exchange.flavor,
+                        "upstream ended the stream inside a tool call; the call was not released",
+                        "upstream_error",
+                    )
+                )
+            elif tail:
+                # A stream that ended without its last blank line: relayed as
+                # sent, which no client dispatches as an event.
+                await response.write(b"".join(e.raw for e in tail))
+        await response.write_eof()
+    except ConnectionResetError:
+        exchange.outcome = "client_closed"
+    return response
+
+
+async def _judged(judge: Judge, call: ToolCall, response: web.StreamResponse) -> Ruling:
+    waiting = asyncio.ensure_future(judge(call))
+    try:
+        while True:
+            done, _ = await asyncio.wait({waiting}, timeout=HEARTBEAT_S)
+            if done:
+                return waiting.result()
+            await response.write(_HEARTBEAT)
+    finally:
+        waiting.cancel()
+
+
+async def edited_body(data: bytes, judge: Judge, rewrite: Rewrite | None) -> bytes:
+    """A whole JSON answer with its calls judged; the bytes as sent when nothing changed."""
+    try:
+        body = json.loads(data)
+    except ValueError:
+        return data  # not an answer the agent's SDK could read either
+    editor = body_editor(body, rewrite)
+    if editor is None:
+        return data
+    calls = editor.calls()
+    if not calls and rewrite is None:
+        return data
+    rulings = [await judge(call) for call in calls]
+    edited = editor.release(rulings)
+    return json.dumps(edited, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+async def read_bounded(upstream: aiohttp.ClientResponse, limit: int) -> bytes:
+    """The whole answer, refused past ``limit``: an answer too big to judge is not relayed."""
+    if upstream.content_length is not None and upstream.content_length > limit:
+        raise UpstreamError(
+            f"upstream answer of {upstream.content_length} bytes exceeds the limit of {limit}",
+            status=502,
+            code="upstream_error",
+        )
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in upstream.content.iter_any():
+        size += len(chunk)
+        if size > limit:
+            raise UpstreamError(
+                f"upstream answer exceeds the limit of {limit} bytes",
+                status=502,
+                code="upstream_error",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def compressed(upstream: aiohttp.ClientResponse) -> bool:
+    return not _identity(upstream.headers)
+
+
+async def relay_raw(
+    exchange: Exchange,
+    request: web.Request,
+    upstream: aiohttp.ClientResponse,
+    headers: CIMultiDict[str],
+) -> web.StreamResponse:
+    """An answer that holds no call (a file, audio, a listing), as it arrives."""
+    response = web.StreamResponse(status=upstream.status, headers=headers)
+    try:
+        await response.prepare(request)
+        exchange.advance(Phase.STREAMING)
+        try:
+            async for chunk in upstream.content.iter_any():
+                await response.write(chunk)
+        except ConnectionResetError:
+            raise
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            # Not an event stream: the truncation itself is what the client sees.
+            exchange.outcome = "upstream_failed_mid_stream"
+            log.warning("upstream failed mid-answer: %s", type(exc).__name__)
+            request.protocol.force_close()
+            return response
+        await response.write_eof()
+    except ConnectionResetError:
+        exchange.outcome = "client_closed"
+    return response
+
+
+async def end_stream(
+    response: web.StreamResponse, exchange: Exchange, message: str, code: str
+) -> web.StreamResponse:
+    """End an event stream the client already has with an error event."""
+    exchange.outcome = code
+    await response.write(stream_error_event(exchange.flavor, message, code))
+    await response.write_eof()
+    return response
