@@ -319,3 +319,52 @@ async def test_session_header_names_the_turn(make_stack: StackFactory) -> None:
         model="gpt-4o-mini", messages=[{"role": "user", "content": "another"}], tools=TOOLS_CHAT
     )
     assert not completion.choices[0].message.tool_calls
+
+
+# -- tools the team sends to review --
+
+
+def _review_id(text: str) -> str:
+    return text.split("(review ", 1)[1].split(")", 1)[0]
+
+
+async def test_a_tool_sent_to_review_waits_for_a_reviewer(make_stack: StackFactory) -> None:
+    from gateway.app import REVIEWS
+
+    deploy = Call("deploy_prod", '{"service": "api"}')
+    team = Team(default=True, tools=Tools(review=["deploy_*"]))
+    stack = await _stack(make_stack, deploy, teams={"t": team})
+    completion = await _chat(stack, stream=True)
+    message = completion.choices[0].message
+    assert not message.tool_calls and "waiting for a reviewer" in message.content
+    review_id = _review_id(message.content)
+    assert _audit(stack)[-1]["tool_calls"][0] == {
+        "tool": "deploy_prod",
+        "kind": "function",
+        "arguments": _audit(stack)[-1]["tool_calls"][0]["arguments"],
+        "rule": "review",
+        "review_id": review_id,
+        "outcome": "review",
+    }
+    reviews = stack.gateway.app[REVIEWS]
+    [pending] = await reviews.list(team="t", status="pending")
+    assert pending.direction == "tool_call" and "deploy_prod" in pending.excerpt
+    await reviews.decide(review_id, approve=True, reviewer="test")
+    # The same call asked for again is released; a different one is held anew.
+    completion = await _chat(stack, stream=False)
+    [call] = completion.choices[0].message.tool_calls
+    assert call.function.name == "deploy_prod"
+    stack.upstream.reply = ("On it.", [Call("deploy_prod", '{"service": "db"}')])
+    completion = await _chat(stack, stream=False)
+    assert not completion.choices[0].message.tool_calls
+
+
+async def test_a_denied_review_denies_the_call(make_stack: StackFactory) -> None:
+    from gateway.app import REVIEWS
+
+    team = Team(default=True, tools=Tools(review=["deploy_*"]))
+    stack = await _stack(make_stack, Call("deploy_prod", "{}"), teams={"t": team})
+    content = (await _chat(stack, stream=False)).choices[0].message.content
+    await stack.gateway.app[REVIEWS].decide(_review_id(content), approve=False, reviewer="test")
+    content = (await _chat(stack, stream=True)).choices[0].message.content
+    assert "a reviewer denied it" in content

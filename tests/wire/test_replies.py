@@ -196,3 +196,186 @@ def test_whole_answer_all_denied_ends_the_turn() -> None:
 def test_bodies_that_are_not_answers_are_left_alone() -> None:
     assert body_editor({"object": "list", "data": []}) is None
     assert body_editor([1, 2]) is None
+
+
+def _sse_all(payloads: list[tuple[str | None, dict[str, Any] | str]]) -> list[bytes]:
+    out = []
+    for name, payload in payloads:
+        head = f"event: {name}\n" if name else ""
+        data = payload if isinstance(payload, str) else json.dumps(payload)
+        out.append(f"{head}data: {data}\n\n".encode())
+    return out
+
+
+def _chunk(choices: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": choices,
+    }
+
+
+def test_chat_legacy_function_call_is_judged() -> None:
+    stream = _sse_all(
+        [
+            (
+                None,
+                _chunk(
+                    [
+                        {
+                            "index": 0,
+                            "delta": {
+                                "role": "assistant",
+                                "function_call": {"name": "shell", "arguments": ""},
+                            },
+                            "finish_reason": None,
+                        }
+                    ]
+                ),
+            ),
+            (
+                None,
+                _chunk(
+                    [
+                        {
+                            "index": 0,
+                            "delta": {"function_call": {"arguments": '{"command": "rm -rf /"}'}},
+                            "finish_reason": None,
+                        }
+                    ]
+                ),
+            ),
+            (None, _chunk([{"index": 0, "delta": {}, "finish_reason": "function_call"}])),
+            (None, "[DONE]"),
+        ]
+    )
+    seen, out = _edit(stream)
+    assert [(c.name, c.kind) for c in seen] == [("shell", "function")]
+    chunks = [c for _, c in _events(out)[:-1]]
+    assert not any("function_call" in ch["delta"] for c in chunks for ch in c["choices"])
+    assert chunks[-1]["choices"][0]["finish_reason"] == "stop"
+    # The first chunk kept its role.
+    assert chunks[0]["choices"][0]["delta"] == {"role": "assistant"}
+
+
+def test_chat_choices_are_judged_apart_and_done_ends_unfinished_ones() -> None:
+    def frag(choice: int, index: int, args: str, head: bool) -> dict[str, Any]:
+        call: dict[str, Any] = {"index": index, "function": {"arguments": args}}
+        if head:
+            call.update(id=f"call_{choice}_{index}", type="function")
+            call["function"]["name"] = "shell"
+        return {"index": choice, "delta": {"tool_calls": [call]}, "finish_reason": None}
+
+    stream = _sse_all(
+        [
+            (
+                None,
+                _chunk([frag(0, 0, '{"command": "ls"}', True), frag(1, 0, '{"command": ', True)]),
+            ),
+            (None, _chunk([frag(1, 0, '"rm -rf /"}', False)])),
+            (None, _chunk([{"index": 0, "delta": {}, "finish_reason": "tool_calls"}])),
+            # Choice 1 never gets a finish reason: [DONE] completes it.
+            (None, "[DONE]"),
+        ]
+    )
+    seen, out = _edit(stream)
+    assert [c.call_id for c in seen] == ["call_0_0", "call_1_0"]
+    kept = {
+        ch["index"]: ch["delta"]["tool_calls"][0]["id"]
+        for _, c in _events(out)[:-1]
+        for ch in c["choices"]
+        if "tool_calls" in ch["delta"]
+    }
+    assert kept == {0: "call_0_0"}
+
+
+def test_anthropic_tool_use_without_deltas_is_judged_from_its_start() -> None:
+    block = {"type": "tool_use", "id": "toolu_9", "name": "shell", "input": {"command": "rm -rf ~"}}
+    stream = _sse_all(
+        [
+            (
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "m",
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "model": "c",
+                        "stop_reason": None,
+                        "usage": {"input_tokens": 1, "output_tokens": 1},
+                    },
+                },
+            ),
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": 0, "content_block": block},
+            ),
+            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            (
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": "tool_use"},
+                    "usage": {"output_tokens": 1},
+                },
+            ),
+            ("message_stop", {"type": "message_stop"}),
+        ]
+    )
+    decoder, editor = SSEDecoder(), AnswerStream()
+    seen: list[ToolCall] = []
+    for event in decoder.feed(b"".join(stream)):
+        calls = editor.feed(event)
+        seen += calls
+        editor.release([Ruling(False, DENIED) for _ in calls])
+    assert [json.loads(c.arguments) for c in seen] == [{"command": "rm -rf ~"}]
+
+
+def test_responses_built_in_and_custom_calls_are_calls() -> None:
+    body = replies.response("ok", [])
+    body["output"] += [
+        {
+            "type": "custom_tool_call",
+            "id": "ctc_1",
+            "call_id": "call_c",
+            "name": "apply",
+            "input": "*** patch",
+        },
+        {
+            "type": "local_shell_call",
+            "id": "lsh_1",
+            "call_id": "call_l",
+            "status": "completed",
+            "action": {"type": "exec", "command": ["bash", "-lc", "rm -rf /"], "env": {}},
+        },
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+    ]
+    editor = body_editor(body)
+    assert editor is not None
+    calls = editor.calls()
+    assert [(c.name, c.kind) for c in calls] == [
+        ("apply", "custom"),
+        ("local_shell", "local_shell_call"),
+    ]
+    assert json.loads(calls[1].arguments)["command"] == ["bash", "-lc", "rm -rf /"]
+    edited = editor.release([Ruling(True), Ruling(False, DENIED)])
+    assert [i["type"] for i in edited["output"]] == [
+        "message",
+        "custom_tool_call",
+        "message",
+        "web_search_call",
+    ]
+
+
+def test_responses_call_cut_short_is_judged_from_the_final_response() -> None:
+    events = replies.responses_events(None, [Call.shell("rm -rf /")])
+    # Drop the call's own done event: the final response is all that says it is whole.
+    kept = [e for e in events if b"response.output_item.done" not in e]
+    seen, out = _edit(kept)
+    assert [c.name for c in seen] == ["shell"]
+    final = [p for _, p in _events(out)][-1]["response"]
+    assert [i["type"] for i in final["output"]] == ["message"]
