@@ -38,6 +38,12 @@ class Metrics:
             "Calls made to the LLM classifier (cache misses).",
             registry=self.registry,
         )
+        self.tool_calls = Counter(
+            "reefgate_tool_calls",
+            "Tool calls in answers judged by the guardian, by outcome and deciding rule.",
+            ["outcome", "rule"],
+            registry=self.registry,
+        )
 
         # labels() validates, locks and looks up on every call; the label sets
         # seen in practice are few (upstreams x decisions x categories).
@@ -56,6 +62,10 @@ class Metrics:
             if child is None:
                 child = self._request_children[key] = self.requests.labels(*key)
         child.inc()
+
+    def count_tool_call(self, outcome: str, rule: str) -> None:
+        # Both come from the guardian's fixed vocabulary, so the series stay few.
+        self.tool_calls.labels(outcome, rule).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

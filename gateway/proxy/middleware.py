@@ -92,6 +92,8 @@ class Ledger:
     def record(self, exchange: Exchange) -> None:
         upstream = exchange.upstream if exchange.upstream in self._upstreams else "unknown"
         self._metrics.count_request(upstream, exchange.decision, exchange.category)
+        for judged in exchange.tool_calls:
+            self._metrics.count_tool_call(str(judged["outcome"]), str(judged["rule"]))
         try:
             self._audit.append("request", exchange.audit_record())
         except Exception as exc:

@@ -154,7 +154,7 @@ class _Turn:
             )
         record: dict[str, object] = {
             "tool": shown(call.name),
-            "kind": call.kind,
+            "kind": shown(call.kind),
             "arguments": self._guardian.fingerprint(call.arguments),
             **judged.record,
         }
