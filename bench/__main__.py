@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("overhead", "scan", "conversation", "memory", "breakdown")
+BENCHMARKS = ("overhead", "scan", "conversation", "memory", "breakdown", "ttft")
 
 
 def main(argv: list[str]) -> int:

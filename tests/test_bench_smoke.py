@@ -24,6 +24,13 @@ KEYS = {
     "conversation": ["bytes_scanned_over_unique", "classifier_calls_per_turn"],
     "memory": ["rss_mb_1000_streams"],
     "breakdown": ["rps_vs_bare_c50", "rps_vs_bare_c50_without_guard"],
+    "ttft": [
+        "ttft_added_ms",
+        "ttft_added_vs_bare_ms",
+        "ttft_ratio_vs_direct",
+        "whole_added_ms",
+        "tool_call_added_ms",
+    ],
 }
 
 
