@@ -3,8 +3,9 @@
 One call takes these steps, the first that decides wins:
 
 1. the turn's circuit breaker, once tripped, replaces every further call;
-2. the team's tool policy: ``tools.deny`` denies, ``tools.allow`` releases,
-   ``tools.review`` holds the call for a reviewer of the team;
+2. the team's tool policy: ``tools.deny`` denies, ``tools.review`` holds the
+   call for a reviewer of the team, ``tools.allow`` releases (in that order
+   when several patterns match one name);
 3. the deterministic assessor (:mod:`gateway.guard.guardian.rules`);
 4. the optional LLM guardian (``guardian.classifier``), asked only about
    calls the rules allow: it can deny more, never release what the rules deny.
@@ -169,15 +170,16 @@ class _Turn:
             text = _removed(call, breaker_reason(trip.consecutive, trip.recent))
             return _Judgement(Ruling(False, text), {"outcome": "deny", "rule": "breaker"})
         tools = self._team.team.tools
-        if _matches(call.name, tools.review):
-            judged = await self._review(call)
-        elif _matches(call.name, tools.allow):
-            judged = _Judgement(Ruling(True), {"outcome": "allow", "rule": "policy_allow"})
-        elif _matches(call.name, tools.deny):
+        # A name two patterns match takes the stricter: deny, then review, then allow.
+        if _matches(call.name, tools.deny):
             assessment = Assessment(
                 "high", "unknown", "deny", "the team's tool policy does not allow this tool"
             )
             judged = self._ruled(call, assessment, "policy_deny")
+        elif _matches(call.name, tools.review):
+            judged = await self._review(call)
+        elif _matches(call.name, tools.allow):
+            judged = _Judgement(Ruling(True), {"outcome": "allow", "rule": "policy_allow"})
         else:
             judged = await self._assessed(call, tools)
         trip = guardian.breaker.record(key, denied=not judged.ruling.allow)
