@@ -34,6 +34,8 @@ class FakeUpstream:
     reply: tuple[str | None, list[replies.Call]] | None = None
     # Seconds between a stream's events; stop after this many and stall.
     event_delay: float = 0.0
+    # A Content-Type to send instead of the right one (an upstream that mislabels).
+    content_type: str | None = None
     # Fragments each scripted text and each call's arguments are streamed in.
     pieces: int = 3
     stall_after_events: int | None = None
@@ -64,7 +66,10 @@ class FakeUpstream:
             if scripted is not None:
                 if isinstance(scripted, list):
                     return await self._sse(request, scripted)
-                return web.json_response(scripted)
+                return web.Response(
+                    body=json.dumps(scripted).encode(),
+                    content_type=self.content_type or "application/json",
+                )
         if path.endswith("/chat/completions"):
             if stream:
                 return await self._sse(request, _chat_events())
@@ -99,7 +104,9 @@ class FakeUpstream:
         return None
 
     async def _sse(self, request: web.Request, events: list[bytes]) -> web.StreamResponse:
-        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        resp = web.StreamResponse(
+            headers={"Content-Type": self.content_type or "text/event-stream"}
+        )
         await resp.prepare(request)
         for i, event in enumerate(events):
             if self.die_after_events is not None and i >= self.die_after_events:

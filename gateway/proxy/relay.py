@@ -41,9 +41,14 @@ HEARTBEAT_S = 5.0
 _HEARTBEAT = b": reefgate is judging a tool call\n\n"
 
 
-def is_json(content_type: str) -> bool:
+def may_hold_calls(content_type: str) -> bool:
+    """Whether an answer of this type could be read as JSON by an SDK: JSON or any text.
+
+    Media and files are relayed as they come; an SDK parses an answer to a
+    JSON request as JSON even when it is labelled text/plain or not at all.
+    """
     media = content_type.partition(";")[0].strip().lower()
-    return media == "application/json" or media.endswith("+json")
+    return media in ("", "application/json") or media.endswith("+json") or media.startswith("text/")
 
 
 def _identity(headers: Mapping[str, str]) -> bool:

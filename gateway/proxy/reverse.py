@@ -49,7 +49,7 @@ from gateway.proxy.relay import (
     compressed,
     edited_body,
     end_stream,
-    is_json,
+    may_hold_calls,
     read_bounded,
     relay_raw,
     relay_stream,
@@ -187,8 +187,11 @@ def _source(team: TeamMatch) -> str:
     return f"{source}/key:{team.key_env}" if team.key_env else source
 
 
-def _is_stream(payload: object) -> bool:
-    return isinstance(payload, dict) and payload.get("stream") is True
+def _is_stream(payload: object, query: str) -> bool:
+    if isinstance(payload, dict) and payload.get("stream") is True:
+        return True
+    # A stored response fetched back as a stream: GET /v1/responses/{id}?stream=true.
+    return any(p.lower() in ("stream=true", "stream=1") for p in query.split("&"))
 
 
 def _gated(review: Review) -> Decision:
@@ -333,7 +336,7 @@ class ReverseProxy:
                 segments.extend(
                     header_segments(headers, skip=self._skip_headers, key_kinds=route.key_kinds)
                 )
-                stream = _is_stream(payload)
+                stream = _is_stream(payload, exchange.query)
                 model = payload.get("model") if isinstance(payload, dict) else None
                 destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
                 inspection = await self._guard.inspect(segments, deadline)
@@ -584,11 +587,15 @@ class ReverseProxy:
                         f"upstream {route.name} answered {upstream.status}",
                         "upstream_error",
                     )
-                if is_sse:
+                ok = 200 <= upstream.status < 300
+                # The SDKs parse by what they asked for, not by the Content-Type:
+                # an answer to a streamed request is read as events whatever it
+                # says it is, and a text answer as JSON.
+                if is_sse or (ok and outgoing.stream):
                     return await relay_stream(
                         exchange, request, upstream, out_headers, judge, self._text_filter(team)
                     )
-                if not is_json(content_type) or not 200 <= upstream.status < 300:
+                if not (ok and may_hold_calls(content_type)):
                     if upstream.content_length is None:
                         return await relay_raw(exchange, request, upstream, out_headers)
                     data = await upstream.read()

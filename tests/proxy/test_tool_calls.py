@@ -424,3 +424,19 @@ async def test_judgements_are_counted_in_metrics(make_stack: StackFactory) -> No
         text = await r.text()
     assert 'reefgate_tool_calls_total{outcome="deny",rule="rules"} 1.0' in text
     assert 'reefgate_tool_calls_total{outcome="allow",rule="rules"} 1.0' in text
+
+
+@pytest.mark.parametrize("label", ["application/json", "text/plain", "application/octet-stream"])
+async def test_a_mislabelled_stream_is_still_judged(make_stack: StackFactory, label: str) -> None:
+    fake = FakeUpstream(reply=("On it.", [DESTRUCTIVE]), content_type=label)
+    stack: Stack = await make_stack(fake)
+    completion = await _chat(stack, stream=True)
+    assert not completion.choices[0].message.tool_calls
+
+
+@pytest.mark.parametrize("label", ["text/plain", "text/html"])
+async def test_a_mislabelled_answer_is_still_judged(make_stack: StackFactory, label: str) -> None:
+    fake = FakeUpstream(reply=("On it.", [DESTRUCTIVE]), content_type=label)
+    stack: Stack = await make_stack(fake)
+    completion = await _chat(stack, stream=False)
+    assert not completion.choices[0].message.tool_calls
