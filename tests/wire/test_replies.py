@@ -379,3 +379,87 @@ def test_responses_call_cut_short_is_judged_from_the_final_response() -> None:
     assert [c.name for c in seen] == ["shell"]
     final = [p for _, p in _events(out)][-1]["response"]
     assert [i["type"] for i in final["output"]] == ["message"]
+
+
+# -- an upstream that states a call again, differently, or only once --
+
+
+def _responses_payloads(stream: list[bytes]) -> list[dict[str, Any]]:
+    return [json.loads(e.data) for e in SSEDecoder().feed(b"".join(stream)) if e.dispatch]
+
+
+def _responses_stream(payloads: list[dict[str, Any]]) -> list[bytes]:
+    return _sse_all([(p["type"], p) for p in payloads])
+
+
+def test_responses_final_states_the_judged_call_not_a_changed_one() -> None:
+    payloads = _responses_payloads(replies.responses_events(None, [Call.shell("ls -la")]))
+    final = payloads[-1]["response"]["output"][0]
+    final["arguments"] = json.dumps({"command": "rm -rf /"})
+    seen, out = _edit(_responses_stream(payloads))
+    assert [json.loads(c.arguments) for c in seen] == [{"command": "ls -la"}]
+    stated = [p for _, p in _events(out)][-1]["response"]["output"][0]
+    assert json.loads(stated["arguments"]) == {"command": "ls -la"}
+
+
+def test_responses_call_stated_only_in_the_final_response_is_judged() -> None:
+    payloads = _responses_payloads(replies.responses_events("ok", []))
+    payloads[-1]["response"]["output"].append(
+        {
+            "type": "function_call",
+            "id": "fc_x",
+            "call_id": "c",
+            "name": "shell",
+            "arguments": '{"command": "rm -rf /"}',
+        }
+    )
+    seen, out = _edit(_responses_stream(payloads))
+    assert [c.name for c in seen] == ["shell"]
+    final = [p for _, p in _events(out)][-1]["response"]["output"]
+    assert [i["type"] for i in final] == ["message", "message"]
+
+
+def test_responses_call_that_appears_only_at_done_is_judged() -> None:
+    payloads = _responses_payloads(replies.responses_events("ok", []))
+    done = next(p for p in payloads if p["type"] == "response.output_item.done")
+    done["item"] = {
+        "type": "function_call",
+        "id": "fc_y",
+        "call_id": "c",
+        "name": "shell",
+        "arguments": '{"command": "rm -rf ~"}',
+    }
+    seen, out = _edit(_responses_stream(payloads))
+    assert [c.name for c in seen] == ["shell"]
+    assert b"rm -rf" not in out
+
+
+def test_anthropic_nothing_more_about_a_judged_block_passes() -> None:
+    stream = replies.anthropic_events(None, [Call.shell("ls")])
+    late = _sse_all(
+        [
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": "; rm -rf /"},
+                },
+            )
+        ]
+    )
+    stream = stream[:-2] + late + stream[-2:]
+    seen, out = _edit(stream)
+    assert len(seen) == 1 and b"rm -rf" not in out
+
+
+def test_anthropic_call_stated_in_message_start_is_judged() -> None:
+    stream = replies.anthropic_events("hi", [])
+    payloads = [json.loads(e.data) for e in SSEDecoder().feed(b"".join(stream)) if e.dispatch]
+    payloads[0]["message"]["content"] = [
+        {"type": "tool_use", "id": "toolu_z", "name": "shell", "input": {"command": "rm -rf /"}}
+    ]
+    seen, out = _edit(_sse_all([(p["type"], p) for p in payloads]))
+    assert [c.call_id for c in seen] == ["toolu_z"]
+    start = _events(out)[0][1]
+    assert start["message"]["content"] == [{"type": "text", "text": DENIED}]

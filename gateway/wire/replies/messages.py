@@ -56,7 +56,12 @@ class MessagesStream:
         self._calls_kept = 0
         self._event: SSEEvent | None = None
         self._payload: dict[str, Any] | None = None
-        self._completing: list[tuple[int, _Held]] = []
+        # Calls this event completes, by block index; None for a block stated
+        # inside the event itself (a message_start that already holds content).
+        self._completing: list[tuple[int | None, _Held]] = []
+        # Indices of judged blocks: anything more about them would change
+        # what was judged, and is dropped.
+        self._settled: set[int] = set()
         self._hold = False
         self._modified = False
 
@@ -73,7 +78,16 @@ class MessagesStream:
             return []
         kind = payload.get("type")
         index = payload.get("index")
-        if kind == "content_block_start" and isinstance(index, int):
+        if isinstance(index, int) and index in self._settled:
+            self._hold = True
+            return []
+        if kind == "message_start":
+            message = payload.get("message")
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else ():
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    self._completing.append((None, _Held(block)))
+        elif kind == "content_block_start" and isinstance(index, int):
             block = payload.get("content_block")
             if isinstance(block, dict) and block.get("type") == "tool_use":
                 self._held[index] = _Held(block, [event.raw])
@@ -99,6 +113,16 @@ class MessagesStream:
         out: list[bytes] = []
         for (index, held), ruling in zip(self._completing, rulings, strict=True):
             self._calls_made += 1
+            if index is None:
+                # Stated in this event's own message: edited in place below.
+                if ruling.allow:
+                    self._calls_kept += 1
+                else:
+                    held.block.clear()
+                    held.block.update(type="text", text=ruling.text)
+                    self._modified = True
+                continue
+            self._settled.add(index)
             if ruling.allow:
                 self._calls_kept += 1
                 out.extend(held.events)

@@ -102,8 +102,10 @@ class ResponsesStream:
     def __init__(self, text_filter: FilterFactory | None = None) -> None:
         self._filter = text_filter
         self._held: dict[int, _Held] = {}
-        # Denied items' replacements by the call item's id, for the final response.
-        self._replaced: dict[str, dict[str, Any]] = {}
+        # Every call item judged, by its id: as released, or its replacement.
+        # Wherever the stream states a judged item again (the final response),
+        # it says exactly this, so what the agent runs is what was judged.
+        self._verdicts: dict[str, dict[str, Any]] = {}
         # Text as sent per (output_index, content_index), when a filter changed it.
         self._filters: dict[tuple[int, int], TextFilter] = {}
         self._sent_text: dict[tuple[int, int], list[str]] = {}
@@ -111,7 +113,9 @@ class ResponsesStream:
         self._event: SSEEvent | None = None
         self._payload: dict[str, Any] | None = None
         self._out: list[tuple[SSEEvent | None, dict[str, Any]]] | None = None
-        self._completing: list[tuple[int, dict[str, Any]]] = []
+        # Calls this event completes: the output index whose held events go
+        # with it, or None for a call stated only inside this event.
+        self._completing: list[tuple[int | None, dict[str, Any]]] = []
         # Whether the current event's payload was changed, so its raw bytes no longer do.
         self._modified = False
 
@@ -132,29 +136,47 @@ class ResponsesStream:
             return []
         kind = payload.get("type")
         index = payload.get("output_index")
-        if kind == "response.output_item.added" and isinstance(index, int):
-            item = payload.get("item")
-            if isinstance(item, dict) and item.get("type") in CALL_ITEMS:
+        item = payload.get("item")
+        if kind == "response.output_item.added" and isinstance(index, int) and _is_call(item):
+            assert isinstance(item, dict)
+            if _key(item) not in self._verdicts:
                 self._held[index] = _Held([(event, payload)])
                 self._out = []
                 return []
         if isinstance(index, int) and index in self._held:
-            held = self._held[index]
-            held.events.append((event, payload))
+            self._held[index].events.append((event, payload))
             self._out = []
-            if kind == "response.output_item.done" and isinstance(payload.get("item"), dict):
-                self._completing.append((index, payload["item"]))
-            return [item_call(item) for _, item in self._completing]
-        if kind in _FINAL:
-            # Calls the stream never finished are judged as the final response states them.
-            response = payload.get("response")
-            output = response.get("output") if isinstance(response, dict) else None
-            for i in sorted(self._held):
-                item = output[i] if isinstance(output, list) and i < len(output) else None
-                if isinstance(item, dict) and item.get("type") in CALL_ITEMS:
-                    self._completing.append((i, item))
-                else:
-                    del self._held[i]
+            if kind == "response.output_item.done" and _is_call(item):
+                assert isinstance(item, dict)
+                self._completing.append((index, item))
+            return self._calls()
+        if _is_call(item):
+            # A call item outside the events that open and close one.
+            assert isinstance(item, dict)
+            if _key(item) not in self._verdicts:
+                self._completing.append((None, item))
+        response = payload.get("response")
+        if isinstance(response, dict):
+            self._stated(response, final=kind in _FINAL)
+        return self._calls()
+
+    def _stated(self, response: dict[str, Any], *, final: bool) -> None:
+        """Calls a response object states: judged unless they already were."""
+        output = response.get("output")
+        found: set[int] = set()
+        for i, item in enumerate(output if isinstance(output, list) else ()):
+            if not _is_call(item) or _key(item) in self._verdicts:
+                continue
+            if i in self._held:
+                found.add(i)
+            self._completing.append((i if i in self._held else None, item))
+        if final:
+            # Calls the stream never finished and the final response does not
+            # state are never released.
+            for i in set(self._held) - found:
+                del self._held[i]
+
+    def _calls(self) -> list[ToolCall]:
         return [item_call(item) for _, item in self._completing]
 
     def release(self, rulings: list[Ruling]) -> bytes:
@@ -162,13 +184,15 @@ class ResponsesStream:
         assert event is not None
         out: list[bytes] = []
         for (index, item), ruling in zip(self._completing, rulings, strict=True):
-            held = self._held.pop(index, _Held())
+            held = self._held.pop(index, _Held()) if index is not None else _Held()
             if ruling.allow:
+                self._verdicts[_key(item)] = item
                 for e, p in held.events:
                     out.append(self._send(e, p, modified=False))
-            else:
-                replacement = message_item(_replacement_id(item), ruling.text)
-                self._replaced[str(item.get("id", item.get("call_id", "")))] = replacement
+                continue
+            replacement = message_item(_replacement_id(item), ruling.text)
+            self._verdicts[_key(item)] = replacement
+            if index is not None:
                 for name, p in _message_events(index, replacement, ruling.text):
                     out.append(self._send(None, {"type": name, **p}, name=name))
         if self._out is not None:
@@ -177,8 +201,9 @@ class ResponsesStream:
             out.append(event.raw)
             return b"".join(out)
         kind = payload.get("type")
+        self._restate(payload)
         if kind in _FINAL:
-            self._final(payload)
+            self._final_text(payload)
         elif kind == _TEXT_DELTA and self._filter is not None:
             key = _part_key(payload)
             if key is not None and isinstance(payload.get("delta"), str):
@@ -241,21 +266,36 @@ class ResponsesStream:
                 if sent is not None:
                     part["text"] = "".join(sent)
 
-    def _final(self, payload: dict[str, Any]) -> None:
+    def _restate(self, payload: dict[str, Any]) -> None:
+        """Judged call items, wherever this event states them, as judged."""
+        item = payload.get("item")
+        if _is_call(item):
+            assert isinstance(item, dict)
+            judged = self._verdicts.get(_key(item))
+            if judged is not None and judged != item:
+                payload["item"] = judged
+                self._modified = True
+        response = payload.get("response")
+        output = response.get("output") if isinstance(response, dict) else None
+        if not isinstance(output, list):
+            return
+        for i, entry in enumerate(output):
+            if _is_call(entry):
+                judged = self._verdicts.get(_key(entry))
+                if judged is not None and judged != entry:
+                    output[i] = judged
+                    self._modified = True
+
+    def _final_text(self, payload: dict[str, Any]) -> None:
+        if self._filter is None:
+            return
         response = payload.get("response")
         if not isinstance(response, dict) or not isinstance(response.get("output"), list):
             return
-        output = response["output"]
-        for i, item in enumerate(output):
-            if not isinstance(item, dict):
-                continue
-            replacement = self._replaced.get(str(item.get("id", item.get("call_id", ""))))
-            if replacement is not None and item.get("type") in CALL_ITEMS:
-                output[i] = replacement
-                self._modified = True
-            elif self._filter is not None:
+        for i, item in enumerate(response["output"]):
+            if isinstance(item, dict):
                 self._item_text(i, item)
-                self._modified = True
+        self._modified = True
 
     def _send(
         self,
@@ -275,6 +315,14 @@ class ResponsesStream:
         if event is None:
             return encode_event(name, dumps(payload))
         return event_bytes(event, payload)
+
+
+def _is_call(item: object) -> bool:
+    return isinstance(item, dict) and item.get("type") in CALL_ITEMS
+
+
+def _key(item: dict[str, Any]) -> str:
+    return str(item.get("id") or item.get("call_id") or "")
 
 
 def _part_key(payload: dict[str, Any]) -> tuple[int, int] | None:
