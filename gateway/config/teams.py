@@ -26,6 +26,12 @@ class TeamMatch:
     # agent of the team this is, without the key itself.
     key_env: str | None = None
 
+    @property
+    def source(self) -> str:
+        """Who sent it, as reviews and approvals name the sender: the team, and which agent."""
+        source = f"team:{self.name}"
+        return f"{source}/key:{self.key_env}" if self.key_env else source
+
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
     """The API key an SDK sent, in any of the headers providers use."""

@@ -181,12 +181,6 @@ class _Reviewed:
         )
 
 
-def _source(team: TeamMatch) -> str:
-    # The team, and which of its agents when it presented a gateway-issued key.
-    source = f"team:{team.name}"
-    return f"{source}/key:{team.key_env}" if team.key_env else source
-
-
 def _is_stream(payload: object, query: str) -> bool:
     if isinstance(payload, dict) and payload.get("stream") is True:
         return True
@@ -346,7 +340,7 @@ class ReverseProxy:
                     # this payload (the exact bytes when it is not JSON).
                     reviewed = _Reviewed(
                         team.name,
-                        _source(team),
+                        team.source,
                         destination,
                         payload if payload is not None else {"sha256": sha256_hex(decoded)},
                         policy.policy_version,

@@ -237,7 +237,7 @@ class _Turn:
         gate = self._guardian.gate
         team = self._team.name
         exchange = self._exchange
-        source = f"team:{team}/key:{self._team.key_env}" if self._team.key_env else f"team:{team}"
+        source = self._team.source
         body = {"tool": call.name, "kind": call.kind, "arguments": call.arguments}
         policy_version = exchange.policy_version or ""
         digest = approval_digest(
