@@ -261,6 +261,59 @@ class Guardian(Strict):
     redact_window: int = Field(default=256, ge=64, le=65_536)
 
 
+_HOST_PATTERN = re.compile(r"^(\*\.)?[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
+
+
+class ForwardListen(Strict):
+    host: str = "127.0.0.1"
+    port: int = Field(default=8788, ge=0, le=65535)
+
+
+class ForwardProxy(Strict):
+    """The HTTP proxy agents reach through HTTPS_PROXY: interception and egress control."""
+
+    enabled: bool = False
+    listen: ForwardListen = ForwardListen()
+    # Host name -> upstream name: CONNECTs to these hosts are decrypted with a
+    # leaf certificate from the gateway's CA and their requests take the
+    # reverse proxy's path to that upstream.
+    intercept: dict[str, str] = Field(default_factory=dict)
+    # What happens to a CONNECT or plain http:// request for any other host:
+    # tunnel it (only if it is in `allow`) or refuse it.
+    egress: Literal["tunnel", "deny"] = "deny"
+    # Host patterns (exact, or *.example.com for its subdomains) a tunnel may reach.
+    allow: list[str] = Field(default_factory=list)
+    ca_dir: Path = Path("var/ca")
+    # Lifetime of minted leaf certificates, and how many are kept.
+    leaf_validity_hours: float = Field(default=24.0, gt=0, le=24 * 30)
+    leaf_cache_size: int = Field(default=1024, ge=1, le=100_000)
+
+    @field_validator("intercept")
+    @classmethod
+    def _hosts(cls, value: dict[str, str]) -> dict[str, str]:
+        out = {}
+        for host, upstream in value.items():
+            if not _HOST_PATTERN.match(host) or host.startswith("*."):
+                raise ValueError(f"intercept host {host!r} must be a plain host name")
+            out[host.lower()] = upstream
+        return out
+
+    @field_validator("allow")
+    @classmethod
+    def _patterns(cls, value: list[str]) -> list[str]:
+        for pattern in value:
+            if not _HOST_PATTERN.match(pattern):
+                raise ValueError(f"allow pattern {pattern!r} must be a host or *.domain")
+        return [p.lower() for p in value]
+
+
+class Logging(Strict):
+    # text: human-readable lines; json: one JSON object per line, with the
+    # request id where there is one.
+    format: Literal["text", "json"] = "text"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
 class GatewayConfig(Strict):
     listen: Listen = Listen()
     upstreams: dict[str, Upstream] = Field(
@@ -276,6 +329,8 @@ class GatewayConfig(Strict):
     review: Review = Review()
     admin: Admin = Admin()
     guardian: Guardian = Guardian()
+    forward_proxy: ForwardProxy = ForwardProxy()
+    logging: Logging = Logging()
 
     @field_validator("upstreams")
     @classmethod
@@ -290,6 +345,16 @@ class GatewayConfig(Strict):
                     f"upstream name {name!r} must be lowercase letters, digits, '-' or '_'"
                 )
         return value
+
+    @model_validator(mode="after")
+    def _intercepted_upstreams(self) -> GatewayConfig:
+        for host, upstream in self.forward_proxy.intercept.items():
+            if upstream not in self.upstreams:
+                raise ValueError(
+                    f"forward_proxy.intercept.{host}: no upstream named {upstream!r} "
+                    f"(configured: {', '.join(self.upstreams)})"
+                )
+        return self
 
 
 class Match(Strict):
