@@ -102,6 +102,13 @@ class Ledger:
             # the log can be reopened.
             log_failure(log, "audit write", exc, exchange.request_id)
 
+    def note(self, kind: str, payload: dict[str, object]) -> None:
+        """An audit entry that is not a request's: a forward-proxy tunnel decided."""
+        try:
+            self._audit.append(kind, payload)
+        except Exception as exc:
+            log_failure(log, "audit write", exc)
+
 
 LEDGER = web.AppKey("ledger", Ledger)
 
