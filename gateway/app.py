@@ -14,6 +14,7 @@ from gateway.guard.guardian.llm import build_assessor
 from gateway.guard.pipeline import Guard
 from gateway.observe.audit import AuditLog, fingerprint_key
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
+from gateway.proxy import forward
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.reverse import ReverseProxy
 from gateway.review.gate import Gate, Reviews
@@ -26,6 +27,7 @@ PROXY = web.AppKey("proxy", ReverseProxy)
 METRICS = web.AppKey("metrics", Metrics)
 REVIEWS = web.AppKey("reviews", Reviews)
 GATE = web.AppKey("gate", Gate)
+FORWARD = web.AppKey("forward", forward.ForwardProxy)
 
 
 def build_guard(config: LoadedConfig) -> Guard:
@@ -80,6 +82,29 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         await session.close()
         await reviews.close()
         audit.close()
+
+
+async def _forward_proxy(app: web.Application) -> AsyncIterator[None]:
+    """The forward proxy's listener, when enabled; its tunnels use this app's reverse proxy."""
+    settings = app[CONFIG].gateway.forward_proxy
+    if not settings.enabled:
+        yield
+        return
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        return await app[PROXY].handle(request)
+
+    async with forward.running(
+        settings,
+        handle=handle,
+        ledger=app[LEDGER],
+        metrics=app[METRICS],
+        session=lambda: app[SESSION],
+        client_max_size=app[CONFIG].gateway.limits.max_body_bytes,
+        expect_handler=_expect,
+    ) as proxy:
+        app[FORWARD] = proxy
+        yield
 
 
 async def _healthz(request: web.Request) -> web.Response:
@@ -144,6 +169,7 @@ def make_app(config: LoadedConfig) -> web.Application:
     app[METRICS] = Metrics()
     app[SYNCED] = _Synced()
     app.cleanup_ctx.append(_resources)
+    app.cleanup_ctx.append(_forward_proxy)
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)

@@ -183,6 +183,40 @@ def cmd_audit_verify(args: argparse.Namespace) -> int:
     return 1
 
 
+def cmd_ca_init(args: argparse.Namespace) -> int:
+    from gateway.proxy.certs import CAError, init_ca
+
+    try:
+        files = init_ca(args.dir)
+    except (CAError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"created {files.cert} and {files.key} (mode 0600; keep it out of agents' reach)")
+    return 0
+
+
+def cmd_ca_show(args: argparse.Namespace) -> int:
+    config = _config_for(args)
+    if config is None:
+        return 2
+    from gateway.proxy.certs import CAFiles
+
+    proxy = config.gateway.forward_proxy
+    cert = CAFiles.in_dir(proxy.ca_dir).cert.resolve()
+    host = proxy.listen.host
+    if host in ("0.0.0.0", "::", ""):
+        host = "127.0.0.1"
+    print(f"CA certificate: {cert}{'' if cert.exists() else ' (made on first start)'}")
+    if not proxy.enabled:
+        print("forward proxy: off (forward_proxy.enabled: false)")
+    print("An agent uses the forward proxy with:")
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS"):
+        print(f"  export {name}={cert}")
+    print(f"  export HTTPS_PROXY=http://{host}:{proxy.listen.port}")
+    print(f"  export HTTP_PROXY=http://{host}:{proxy.listen.port}")
+    return 0
+
+
 def _config_for(args: argparse.Namespace) -> LoadedConfig | None:
     from gateway.config.loader import load
     from gateway.errors import ConfigError
@@ -693,6 +727,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify = audit_sub.add_parser("verify", help="check the hash chain of an audit file")
     verify.add_argument("path", type=Path)
     verify.set_defaults(func=cmd_audit_verify)
+
+    ca = sub.add_parser("ca", help="the forward proxy's certificate authority")
+    ca_sub = ca.add_subparsers(dest="ca_command", required=True)
+    ca_init = ca_sub.add_parser("init", help="create DIR/ca.pem and DIR/ca-key.pem (mode 0600)")
+    ca_init.add_argument("dir", type=Path)
+    ca_init.set_defaults(func=cmd_ca_init)
+    ca_show = ca_sub.add_parser(
+        "show", help="print the CA certificate's path and what an agent needs to use the proxy"
+    )
+    ca_show.add_argument("--config", type=Path, default=None, help="config directory")
+    ca_show.set_defaults(func=cmd_ca_show)
 
     _add_reviews_parser(sub)
     return parser

@@ -44,6 +44,12 @@ class Metrics:
             ["outcome", "rule"],
             registry=self.registry,
         )
+        self.tunnels = Counter(
+            "reefgate_tunnels",
+            "Forward-proxy CONNECTs and plain requests, by outcome.",
+            ["outcome"],
+            registry=self.registry,
+        )
 
         # labels() validates, locks and looks up on every call; the label sets
         # seen in practice are few (upstreams x decisions x categories).
@@ -66,6 +72,10 @@ class Metrics:
     def count_tool_call(self, outcome: str, rule: str) -> None:
         # Both come from the guardian's fixed vocabulary, so the series stay few.
         self.tool_calls.labels(outcome, rule).inc()
+
+    def count_tunnel(self, outcome: str) -> None:
+        # intercepted, tunnelled, refused or failed: a fixed set.
+        self.tunnels.labels(outcome).inc()
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -70,6 +70,11 @@ class Ledger:
 
     def open(self, request: web.BaseRequest) -> Exchange:
         path, _, query = request.raw_path.partition("?")
+        intercepted = getattr(request.protocol, "intercepted", None)
+        if isinstance(intercepted, str):
+            # Inside an intercepted tunnel the upstream is the host the agent
+            # connected to, and the path is the API's own.
+            return Exchange(self._ids.next(), request.method, intercepted, path, query)
         name, slash, rest = path[1:].partition("/")
         return Exchange(self._ids.next(), request.method, name, slash + rest, query)
 

@@ -31,6 +31,10 @@ _CODES = {400: "malformed_request", 504: "gateway_timeout"}
 
 
 class _Protocol(RequestHandler):
+    # The upstream of an intercepted tunnel this connection is, or None for a
+    # connection to the agent listener (gateway.proxy.forward).
+    intercepted: str | None = None
+
     def __init__(self, manager: Server, *, app: web.Application, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
         self._app = app
@@ -75,6 +79,16 @@ class _Server(Server):
 
     def __call__(self) -> RequestHandler:
         return _Protocol(self, app=self.app, loop=self._loop, **self._kwargs)
+
+
+def tunnel_protocol(runner: web.AppRunner, upstream: str) -> RequestHandler:
+    """A connection handler of ``runner``'s app for the inside of a tunnel to ``upstream``."""
+    server = runner.server
+    assert isinstance(server, _Server), "the runner must be a GatewayRunner that is set up"
+    protocol = server()
+    assert isinstance(protocol, _Protocol)
+    protocol.intercepted = upstream
+    return protocol
 
 
 class GatewayRunner(web.AppRunner):
