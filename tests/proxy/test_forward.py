@@ -328,3 +328,30 @@ def test_reefgate_ca_init_and_show(tmp_path: Path, capsys: pytest.CaptureFixture
         assert f"export {name}={cert}" in shown
     assert "export HTTPS_PROXY=http://127.0.0.1:9788" in shown
     assert f"CA certificate: {cert}\n" in shown
+
+
+async def test_anthropic_sdk_with_only_the_environment(
+    make_stack: StackFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import anthropic
+
+    stack, port, ca = await _stack(make_stack, tmp_path)
+    for name in ("ANTHROPIC_BASE_URL", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))
+    client = anthropic.AsyncAnthropic(api_key="agent-key", max_retries=0)
+    message = await client.messages.create(
+        model="claude-sonnet-4-20250514",
+        max_tokens=16,
+        messages=[{"role": "user", "content": "hi"}],
+    )
+    assert message.content[0].type == "text"
+    assert [r.path for r in stack.upstream.received] == ["/v1/messages"]
+    with pytest.raises(anthropic.PermissionDeniedError):
+        await client.messages.create(
+            model="claude-sonnet-4-20250514",
+            max_tokens=16,
+            messages=[{"role": "user", "content": f"use {GITHUB_PAT}"}],
+        )
+    await client.close()
