@@ -15,6 +15,7 @@ from gateway.guard.pipeline import Guard
 from gateway.observe.audit import AuditLog, fingerprint_key
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
 from gateway.proxy import forward
+from gateway.proxy.a2a import A2AProxy
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.reverse import ReverseProxy
 from gateway.review.gate import Gate, Reviews
@@ -28,6 +29,7 @@ METRICS = web.AppKey("metrics", Metrics)
 REVIEWS = web.AppKey("reviews", Reviews)
 GATE = web.AppKey("gate", Gate)
 FORWARD = web.AppKey("forward", forward.ForwardProxy)
+A2A = web.AppKey("a2a", A2AProxy)
 
 
 def build_guard(config: LoadedConfig) -> Guard:
@@ -76,6 +78,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     app[LEDGER] = Ledger(audit, app[METRICS], frozenset(config.gateway.upstreams))
     guardian = Guardian(config, gate, app[GUARD].fingerprint, build_assessor(config, session))
     app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS], gate, guardian)
+    app[A2A] = A2AProxy(config, app[GUARD], session)
     try:
         yield
     finally:
@@ -152,6 +155,10 @@ async def _proxy(request: web.Request) -> web.StreamResponse:
     return await request.app[PROXY].handle(request)
 
 
+async def _a2a(request: web.Request) -> web.StreamResponse:
+    return await request.app[A2A].handle(request)
+
+
 async def _expect(request: web.Request) -> None:
     """`Expect: 100-continue` as aiohttp answers it; any other expectation is
     ignored (the header is not forwarded) where aiohttp would echo it in a 417."""
@@ -173,5 +180,8 @@ def make_app(config: LoadedConfig) -> web.Application:
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
+    # Agent-to-agent traffic (A2A) is matched before the LLM upstreams' catch-all.
+    app.router.add_route("*", "/a2a/{peer}{tail:(/.*)?}", _a2a, name="a2a")
+    app.router.add_route("*", "/a2a-in{tail:(/.*)?}", _a2a, name="a2a_in")
     app.router.add_route("*", "/{tail:.*}", _proxy, name="proxy", expect_handler=_expect)
     return app

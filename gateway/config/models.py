@@ -23,7 +23,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _UPSTREAM_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 _URL = re.compile(r"^https?://[^/\s?#]+(/[^\s?#]*)?$")
-_RESERVED = frozenset({"healthz", "readyz", "metrics", "admin"})
+_RESERVED = frozenset({"healthz", "readyz", "metrics", "admin", "a2a", "a2a-in", "reef"})
 
 EnvName = Annotated[str, Field(pattern=_ENV_NAME.pattern, max_length=128)]
 
@@ -314,6 +314,46 @@ class Logging(Strict):
     level: Literal["debug", "info", "warning", "error"] = "info"
 
 
+class A2APeer(Strict):
+    """A remote agent reached at /a2a/<peer>: its JSON-RPC endpoint."""
+
+    url: str
+    timeout_s: float = Field(default=300.0, gt=0, le=3600)
+
+    @field_validator("url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        if not _URL.match(value):
+            raise ValueError("must be an http:// or https:// URL without query or fragment")
+        return value
+
+
+class A2AInbound(Strict):
+    """The local agent's own A2A server, reached by peers through /a2a-in/."""
+
+    local_agent: str
+
+    @field_validator("local_agent")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        return A2APeer._http_url(value)
+
+
+class Peers(Strict):
+    a2a: dict[str, A2APeer] = Field(default_factory=dict)
+    a2a_inbound: A2AInbound | None = None
+
+    @field_validator("a2a")
+    @classmethod
+    def _names(cls, value: dict[str, A2APeer]) -> dict[str, A2APeer]:
+        for name in value:
+            if not _UPSTREAM_NAME.match(name):
+                raise ValueError(
+                    f"peer name {name!r} must be lowercase letters, digits, '-' or '_'"
+                )
+        return value
+
+
 class GatewayConfig(Strict):
     listen: Listen = Listen()
     upstreams: dict[str, Upstream] = Field(
@@ -331,6 +371,8 @@ class GatewayConfig(Strict):
     guardian: Guardian = Guardian()
     forward_proxy: ForwardProxy = ForwardProxy()
     logging: Logging = Logging()
+    # Agent-to-agent traffic in plaintext protocols (A2A), guarded both ways.
+    peers: Peers = Peers()
 
     @field_validator("upstreams")
     @classmethod
