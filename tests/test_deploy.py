@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import http.server
-import importlib.util
 import json
 import os
 import re
@@ -745,17 +744,6 @@ except urllib.error.URLError as exc:
 """
 
 
-# The image installs the [fast] extra, so `reefgate serve` runs on uvloop there as here.
-_UVLOOP = importlib.util.find_spec("uvloop") is not None
-
-
-@pytest.mark.xfail(
-    _UVLOOP,
-    reason="gateway/proxy/forward.py asserts isinstance(transport, asyncio.Transport), which "
-    "uvloop's transports fail, so on uvloop (the image's [fast] extra) the forward proxy "
-    "resets every connection; remove this mark once that is fixed",
-    strict=True,
-)
 def test_an_agent_with_the_compose_environment_reaches_its_upstream_only_through_the_gateway(
     tmp_path: Path,
 ) -> None:

@@ -26,7 +26,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import aiohttp
 import h11
@@ -97,8 +97,13 @@ class ForwardProxy:
         plain_protocol: ProtocolFactory,
         ledger: Ledger,
         metrics: Metrics,
+        *,
+        reuse_port: bool = False,
     ) -> None:
+        # Replaced by a config reload; the listener, CA and leaf settings stay.
         self.settings = settings
+        # Several `serve --workers` processes listen on the same port.
+        self._reuse_port = reuse_port
         self.authority = authority
         self._tunnel_protocol = tunnel_protocol
         self._plain_protocol = plain_protocol
@@ -118,7 +123,12 @@ class ForwardProxy:
         loop = asyncio.get_running_loop()
         listen = self.settings.listen
         self._server = await loop.create_server(
-            lambda: _Front(self), listen.host, listen.port, reuse_address=True, backlog=1024
+            lambda: _Front(self),
+            listen.host,
+            listen.port,
+            reuse_address=True,
+            reuse_port=self._reuse_port or None,
+            backlog=1024,
         )
         return self._server
 
@@ -206,8 +216,8 @@ class _Front(asyncio.Protocol):
         self.client: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # uvloop's transports are not asyncio.Transport subclasses, only alike.
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         self.client = str(peer[0]) if isinstance(peer, tuple) else None
         self._timer = asyncio.get_running_loop().call_later(HEAD_TIMEOUT_S, self.close)
@@ -317,9 +327,9 @@ class _Pipe(asyncio.Protocol):
         self._own: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._own = transport
-        transport.set_write_buffer_limits(high=_PIPE_HIGH_WATER)
+        own = cast(asyncio.Transport, transport)
+        self._own = own
+        own.set_write_buffer_limits(high=_PIPE_HIGH_WATER)
 
     def data_received(self, data: bytes) -> None:
         self._peer.write(data)
@@ -360,7 +370,7 @@ def make_plain_app(
             return web.Response(
                 status=400, text="reefgate's proxy port takes absolute http:// URLs\n"
             )
-        if host in settings.intercept:
+        if host in forward.settings.intercept:
             forward.record(client, host, port, _Decision("egress_denied", extra={"plain": True}))
             return web.Response(
                 status=403, text=f"{shown(host)} is intercepted: use https:// through CONNECT\n"
@@ -430,6 +440,7 @@ async def running(
     session: Callable[[], aiohttp.ClientSession],
     client_max_size: int,
     expect_handler: Callable[[web.Request], Awaitable[None]],
+    reuse_port: bool = False,
 ) -> AsyncIterator[ForwardProxy]:
     """The forward proxy listening, for as long as the context lasts.
 
@@ -461,6 +472,7 @@ async def running(
             plain.server,
             ledger,
             metrics,
+            reuse_port=reuse_port,
         )
         holder.append(proxy)
         await proxy.start()
