@@ -80,6 +80,14 @@ class Reviews:
                 found[review.id] = review
         return sorted(found.values(), key=lambda r: r.created, reverse=True)[:limit]
 
+    async def pending_by_team(self) -> dict[str, int]:
+        """Pending reviews per team across every store; each configured team, 0 if none."""
+        counts = dict.fromkeys(self._settings, 0)
+        for store in self._by_url.values():
+            for team, count in (await store.count_pending_by_team()).items():
+                counts[team] = counts.get(team, 0) + count
+        return counts
+
     async def decide(
         self, review_id: str, *, approve: bool, reviewer: str, note: str | None = None
     ) -> Review:

@@ -185,6 +185,14 @@ class PostgresStore:
             )
         return int(count)
 
+    async def count_pending_by_team(self) -> dict[str, int]:
+        with self._converted():
+            rows = await self._open_pool().fetch(
+                f"SELECT team, count(*) FROM {self._table} WHERE status = 'pending'"  # noqa: S608
+                " GROUP BY team"
+            )
+        return {str(row[0]): int(row[1]) for row in rows}
+
     async def decide(
         self, review_id: str, *, approve: bool, reviewer: str, note: str | None = None
     ) -> Review:

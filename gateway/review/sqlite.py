@@ -148,6 +148,9 @@ class SQLiteStore:
     async def count_pending(self, team: str) -> int:
         return await self._run(_count_pending, team)
 
+    async def count_pending_by_team(self) -> dict[str, int]:
+        return await self._run(_count_pending_by_team)
+
     async def decide(
         self, review_id: str, *, approve: bool, reviewer: str, note: str | None = None
     ) -> Review:
@@ -248,6 +251,13 @@ def _count_pending(conn: sqlite3.Connection, team: str) -> int:
         "SELECT count(*) FROM reviews WHERE team = ? AND status = 'pending'", (team,)
     ).fetchone()
     return int(count)
+
+
+def _count_pending_by_team(conn: sqlite3.Connection) -> dict[str, int]:
+    rows = conn.execute(
+        "SELECT team, count(*) FROM reviews WHERE status = 'pending' GROUP BY team"
+    ).fetchall()
+    return {str(team): int(count) for team, count in rows}
 
 
 def _decide(

@@ -63,6 +63,9 @@ class ReviewStore(Protocol):
 
     async def count_pending(self, team: str) -> int: ...
 
+    async def count_pending_by_team(self) -> dict[str, int]:
+        """Pending reviews per team, for every team that has any."""
+
     async def decide(
         self, review_id: str, *, approve: bool, reviewer: str, note: str | None = None
     ) -> Review:

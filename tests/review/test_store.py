@@ -197,6 +197,18 @@ async def test_count_pending_counts_one_teams_pending_reviews(store: Store) -> N
     assert await store.count_pending("blue") == 1
 
 
+async def test_count_pending_by_team_counts_every_teams_pending_reviews(store: Store) -> None:
+    assert await store.count_pending_by_team() == {}
+    first = await store.submit(make_review("a"))
+    await store.submit(make_review("b"))
+    blue = await store.submit(make_review("c", team="blue"))
+    assert await store.count_pending_by_team() == {"red": 2, "blue": 1}
+    await store.decide(first.id, approve=True, reviewer="alice")
+    await store.decide(blue.id, approve=False, reviewer="alice")
+    # A team with nothing pending is left out.
+    assert await store.count_pending_by_team() == {"red": 1}
+
+
 # decide
 
 
