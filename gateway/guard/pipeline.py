@@ -169,9 +169,14 @@ class Guard:
         self._policies: dict[str, TeamPolicy] = {}
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self.bind(None)
-        # Counters the benchmarks read: detector input and classifier calls.
+        # Counters the benchmarks and /metrics read: detector input, classifier
+        # calls, and lookups of the floor's per-text cache and the verdict cache.
         self.bytes_scanned = 0
         self.classifier_calls = 0
+        self.text_cache_hits = 0
+        self.text_cache_misses = 0
+        self.verdict_cache_hits = 0
+        self.verdict_cache_misses = 0
 
     def bind(self, session: aiohttp.ClientSession | None) -> None:
         """Build the per-team policies; classifiers need the shared session."""
@@ -219,6 +224,7 @@ class Guard:
         cache = self._texts
         out: list[_Seen] = []
         scanned = 0
+        misses = 0
         for text in texts:
             key: str | bytes = ""
             seen = None
@@ -232,6 +238,7 @@ class Guard:
                 )
                 seen = cache.get(key, now)
             if seen is None:
+                misses += 1
                 scanned += len(text)
                 if len(text) <= _WINDOW:
                     seen = self._floor(text)
@@ -242,6 +249,9 @@ class Guard:
                     cache.put(key, seen, now)
             out.append(seen)
         self.bytes_scanned += scanned
+        if cache is not None:
+            self.text_cache_misses += misses
+            self.text_cache_hits += len(texts) - misses
         return out
 
     def _floor(self, text: str) -> _Seen:
@@ -283,7 +293,9 @@ class Guard:
         if cache is not None and not fresh:
             hit = cache.get(key)
             if hit is not None:
+                self.verdict_cache_hits += 1
                 return hit
+            self.verdict_cache_misses += 1
         pending = self._in_flight.get(key)
         if pending is not None:
             return await asyncio.shield(pending)
