@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -19,6 +21,9 @@ from gateway.proxy.a2a import A2AProxy
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.reverse import ReverseProxy
 from gateway.review.gate import Gate, Reviews
+from gateway.review.store import StoreError
+
+log = logging.getLogger("reefgate")
 
 CONFIG = web.AppKey("config", LoadedConfig)
 GUARD = web.AppKey("guard", Guard)
@@ -129,26 +134,31 @@ async def _readyz(request: web.Request) -> web.Response:
     return web.json_response(body, status=200 if ready else 503)
 
 
-class _Synced:
-    """Guard counters are plain ints on the hot path; they reach Prometheus on scrape."""
-
-    bytes_scanned = 0
-    classifier_calls = 0
+# How long a scrape waits for the review stores to count what is pending.
+PENDING_TIMEOUT_S = 2.0
 
 
 async def _metrics(request: web.Request) -> web.Response:
+    """Counters kept as plain ints on the hot path, and the pending reviews, read now."""
     app = request.app
-    guard, metrics = app[GUARD], app[METRICS]
-    synced = app[SYNCED]
-    metrics.bytes_scanned.inc(guard.bytes_scanned - synced.bytes_scanned)
-    metrics.classifier_calls.inc(guard.classifier_calls - synced.classifier_calls)
-    synced.bytes_scanned, synced.classifier_calls = guard.bytes_scanned, guard.classifier_calls
+    metrics = app[METRICS]
+    metrics.sync_guard(app[GUARD])
+    reviews = app.get(REVIEWS)
+    pending: dict[str, int] | None = None
+    if reviews is not None:
+        try:
+            async with asyncio.timeout(PENDING_TIMEOUT_S):
+                pending = await reviews.pending_by_team()
+        except (StoreError, TimeoutError) as exc:
+            # The gauge is left out rather than stale; the scrape still answers.
+            log.warning(
+                "metrics: the review stores could not count pending reviews: %s",
+                str(exc) or type(exc).__name__,
+            )
+    metrics.set_pending_reviews(pending)
     resp = web.Response(body=metrics.render())
     resp.headers["Content-Type"] = CONTENT_TYPE_LATEST
     return resp
-
-
-SYNCED = web.AppKey("metrics_synced", _Synced)
 
 
 async def _proxy(request: web.Request) -> web.StreamResponse:
@@ -174,7 +184,6 @@ def make_app(config: LoadedConfig) -> web.Application:
     app[CONFIG] = config
     app[GUARD] = build_guard(config)
     app[METRICS] = Metrics()
-    app[SYNCED] = _Synced()
     app.cleanup_ctx.append(_resources)
     app.cleanup_ctx.append(_forward_proxy)
     app.router.add_get("/healthz", _healthz)

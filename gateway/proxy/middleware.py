@@ -28,7 +28,7 @@ from gateway.errors import Held, Refused, RequestError, RequestTimeout, Upstream
 from gateway.guard.decision import Decision
 from gateway.observe.audit import AuditLog
 from gateway.observe.logs import log_failure
-from gateway.observe.metrics import Metrics
+from gateway.observe.metrics import NO_TEAM, Metrics
 from gateway.proxy.exchange import Exchange, Phase
 from gateway.wire.errors import Flavor, error_body
 
@@ -95,10 +95,17 @@ class Ledger:
         return True
 
     def record(self, exchange: Exchange) -> None:
+        metrics = self._metrics
         upstream = exchange.upstream if exchange.upstream in self._upstreams else "unknown"
-        self._metrics.count_request(upstream, exchange.decision, exchange.category)
+        team = exchange.team.name if exchange.team is not None else NO_TEAM
+        decision, category = exchange.decision, exchange.category
+        metrics.count_request(upstream, decision, category, team)
+        if exchange.upstream_ms is not None:
+            metrics.observe_upstream(upstream, exchange.upstream_ms / 1000)
         for judged in exchange.tool_calls:
-            self._metrics.count_tool_call(str(judged["outcome"]), str(judged["rule"]))
+            metrics.count_tool_call(str(judged["outcome"]), str(judged["rule"]))
+            if judged.get("breaker") == "tripped":
+                metrics.count_breaker_trip()
         try:
             self._audit.append("request", exchange.audit_record())
         except Exception as exc:

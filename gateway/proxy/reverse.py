@@ -553,6 +553,8 @@ class ReverseProxy:
                 allow_redirects=False,
                 timeout=route.timeout,
             ) as upstream:
+                # The upstream's latency: until its response headers, whatever follows.
+                exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
                 exchange.upstream_status = exchange.status = upstream.status
                 out_headers = response_headers(upstream.headers)
                 out_headers["x-reefgate-request-id"] = exchange.request_id
@@ -593,7 +595,6 @@ class ReverseProxy:
                     if upstream.content_length is None:
                         return await relay_raw(exchange, request, upstream, out_headers)
                     data = await upstream.read()
-                    exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
                     return web.Response(status=upstream.status, body=data, headers=out_headers)
                 if compressed(upstream):
                     raise UpstreamError(
@@ -602,7 +603,6 @@ class ReverseProxy:
                         code="upstream_error",
                     )
                 data = await read_bounded(upstream, self._limit)
-                exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
                 data = await edited_body(data, judge, self._rewrite(team))
                 return web.Response(status=upstream.status, body=data, headers=out_headers)
         except TimeoutError as exc:
