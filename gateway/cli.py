@@ -146,6 +146,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     config = _config_for(args)
     if config is None:
         return 2
+    from gateway.observe.logs import configure_logging
+
+    configure_logging(config.gateway.logging, level=getattr(args, "log_level", None))
     host = args.host or config.gateway.listen.host
     port = args.port if args.port is not None else config.gateway.listen.port
     try:
@@ -674,8 +677,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"reefgate {__version__}")
     parser.add_argument(
         "--log-level",
-        default="INFO",
-        help="logging level (default INFO; DEBUG adds one access-log line per request)",
+        default=None,
+        help="logging level (default INFO, or serve's logging.level; "
+        "DEBUG adds one access-log line per request)",
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -747,7 +751,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        level=getattr(logging, str(args.log_level or "INFO").upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s %(message)s",
     )
     try:

@@ -2,8 +2,9 @@
 
 Three aiohttp middlewares, outermost first:
 
-- ``request_ids``: opens the request's :class:`Exchange` and stamps
-  ``x-reefgate-request-id`` on its answer;
+- ``request_ids``: opens the request's :class:`Exchange`, stamps
+  ``x-reefgate-request-id`` on its answer and puts the id on every log line
+  logged meanwhile (``gateway.observe.logs.REQUEST_ID``);
 - ``audit_entries``: refuses requests while the audit log cannot be written
   (what cannot be audited is not forwarded) and writes each request's entry
   when it ends, however it ends;
@@ -27,7 +28,7 @@ from aiohttp import web
 from gateway.errors import Held, Refused, RequestError, RequestTimeout, UpstreamError
 from gateway.guard.decision import Decision
 from gateway.observe.audit import AuditLog
-from gateway.observe.logs import log_failure
+from gateway.observe.logs import REQUEST_ID, log_failure
 from gateway.observe.metrics import NO_TEAM, Metrics
 from gateway.proxy.exchange import Exchange, Phase
 from gateway.wire.errors import Flavor, error_body
@@ -113,6 +114,16 @@ class Ledger:
             # handler. /readyz reports it, and later requests are refused until
             # the log can be reopened.
             log_failure(log, "audit write", exc, exchange.request_id)
+        # The access line: only what the audit entry shows as is (never the path).
+        log.debug(
+            "request %s: team %s, %s, %s/%s, status %s",
+            exchange.request_id,
+            team,
+            upstream,
+            decision,
+            category,
+            exchange.status,
+        )
 
     def note(self, kind: str, payload: dict[str, object]) -> None:
         """An audit entry that is not a request's: a forward-proxy tunnel decided."""
@@ -168,7 +179,13 @@ async def request_ids(request: web.Request, handler: Handler) -> web.StreamRespo
     if request.match_info.route.name not in EXCHANGE_ROUTES:
         return await handler(request)
     exchange = request[EXCHANGE] = request.app[LEDGER].open(request)
-    response = await handler(request)
+    # Every line logged while the request is handled carries its id, from
+    # the tasks it starts too (they copy the context).
+    token = REQUEST_ID.set(exchange.request_id)
+    try:
+        response = await handler(request)
+    finally:
+        REQUEST_ID.reset(token)
     if not response.prepared:
         # A streamed answer carries it from the handler, set before its headers went out.
         response.headers["x-reefgate-request-id"] = exchange.request_id
