@@ -672,6 +672,17 @@ def _add_reviews_parser(sub: Any) -> None:
         decide.set_defaults(func=_reviews_command(cmd_reviews_decide))
 
 
+def cmd_reef_conformance(args: argparse.Namespace) -> int:
+    from gateway.peer.conformance import format_report, run_directory
+
+    if not args.dir.is_dir():
+        print(f"error: {args.dir} is not a directory", file=sys.stderr)
+        return 2
+    reports = run_directory(args.dir)
+    print(format_report(str(args.dir), reports))
+    return 0 if all(r.ok for r in reports) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reefgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reefgate {__version__}")
@@ -742,6 +753,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ca_show.add_argument("--config", type=Path, default=None, help="config directory")
     ca_show.set_defaults(func=cmd_ca_show)
+
+    reef = sub.add_parser("reef", help="the Reef claw-to-claw protocol")
+    reef_sub = reef.add_subparsers(dest="reef_command", required=True)
+    conformance = reef_sub.add_parser(
+        "conformance", help="run every case of the Reef reference vectors in DIR"
+    )
+    conformance.add_argument("dir", type=Path, help="vector directory (as ../shared/reef-vectors)")
+    conformance.set_defaults(func=cmd_reef_conformance)
 
     _add_reviews_parser(sub)
     return parser
