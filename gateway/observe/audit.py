@@ -43,6 +43,7 @@ damaged entry would silently fork the chain, so an operator must look first
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -62,7 +63,14 @@ from gateway.config.models import Audit
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["AuditLog", "AuditLogError", "VerifyResult", "fingerprint_key", "verify"]
+__all__ = [
+    "AuditLog",
+    "AuditLogError",
+    "VerifyResult",
+    "fingerprint_key",
+    "verify",
+    "worker_path",
+]
 
 log = logging.getLogger(__name__)
 
@@ -261,16 +269,8 @@ def fingerprint_key(settings: Audit, env: Mapping[str, str]) -> bytes:
     path = settings.key_file()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            pass
-        else:
-            try:
-                _write_all(fd, os.urandom(32).hex().encode("ascii") + b"\n")
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+        if not path.exists():
+            _make_key_file(path)
         raw = path.read_bytes().strip()
     except OSError as exc:
         raise AuditLogError(f"cannot read or create the fingerprint key {path}: {exc}") from exc
@@ -283,7 +283,39 @@ def fingerprint_key(settings: Audit, env: Mapping[str, str]) -> bytes:
     return key
 
 
+def worker_path(path: Path, worker: int) -> Path:
+    """The audit file of one of several workers: ``audit.jsonl`` -> ``audit.w2.jsonl``.
+
+    Each worker process writes its own chain (a chain has one writer); worker 0,
+    the only process of ``serve`` without ``--workers``, writes ``path`` itself.
+    """
+    if worker <= 0:
+        return path
+    return path.with_name(f"{path.stem}.w{worker}{path.suffix}")
+
+
 # ---------------------------------------------------------------------------
+
+
+def _make_key_file(path: Path) -> None:
+    """Write a new random key to ``path`` unless it exists, never leaving it half-written.
+
+    The key goes to a private temporary file first and is linked into place, so
+    a reader (another worker starting at the same moment) sees no file or the
+    whole key, and of two racing writers exactly one wins.
+    """
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{time.time_ns()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            _write_all(fd, os.urandom(32).hex().encode("ascii") + b"\n")
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _ts_ms(ts: float) -> int:

@@ -10,7 +10,7 @@ import pytest
 
 from gateway.config.models import Audit
 from gateway.guard.findings import Fingerprinter
-from gateway.observe.audit import AuditLogError, fingerprint_key
+from gateway.observe.audit import AuditLogError, fingerprint_key, worker_path
 
 SECRET = "Xq7!Lm2pR9vT#k4"
 
@@ -55,3 +55,23 @@ def test_short_key_file_is_refused(tmp_path: Path) -> None:
 def test_fingerprinter_refuses_a_short_key() -> None:
     with pytest.raises(ValueError, match="at least"):
         Fingerprinter(b"short")
+
+
+def test_processes_starting_together_read_one_whole_key(tmp_path: Path) -> None:
+    """`serve --workers N`: each worker may be the first to look for the key file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    settings = Audit(path=tmp_path / "var" / "audit.jsonl")
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        keys = list(pool.map(lambda _: fingerprint_key(settings, {}), range(32)))
+    assert len(set(keys)) == 1 and len(keys[0]) == 32
+    # Nothing but the key is left beside the log.
+    assert [p.name for p in (tmp_path / "var").iterdir()] == ["fingerprint.key"]
+
+
+def test_each_worker_writes_its_own_chain_beside_the_configured_one() -> None:
+    path = Path("var/audit.jsonl")
+    assert worker_path(path, 0) == path
+    assert worker_path(path, 1) == Path("var/audit.w1.jsonl")
+    assert worker_path(path, 12) == Path("var/audit.w12.jsonl")
+    assert worker_path(Path("/log/audit"), 2) == Path("/log/audit.w2")
