@@ -1,20 +1,32 @@
-"""The aiohttp application: shared resources in cleanup_ctx, routes, health."""
+"""The aiohttp application: shared resources in cleanup_ctx, routes, health.
+
+What is built from the config (the guard, the reverse and A2A proxies, the
+guardian) is one :class:`Generation`; a config reload (:func:`reload`)
+builds the next and installs it in one step, so a request, which looks the
+proxy up once, runs on one config from start to end. The resources opened
+at start (the upstream session, the audit log, the review stores, the
+listeners) live as long as the app.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 from aiohttp import HttpVersion11, web
 
 from gateway.config.loader import LoadedConfig
+from gateway.config.reload import load_for_reload, pin_restart_keys
 from gateway.guard.findings import Fingerprinter
 from gateway.guard.guardian.judge import Guardian
 from gateway.guard.guardian.llm import build_assessor
 from gateway.guard.pipeline import Guard
-from gateway.observe.audit import AuditLog, fingerprint_key
+from gateway.observe.audit import AuditLog, fingerprint_key, worker_path
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
 from gateway.proxy import forward
 from gateway.proxy.a2a import A2AProxy
@@ -35,6 +47,24 @@ REVIEWS = web.AppKey("reviews", Reviews)
 GATE = web.AppKey("gate", Gate)
 FORWARD = web.AppKey("forward", forward.ForwardProxy)
 A2A = web.AppKey("a2a", A2AProxy)
+# Which of `serve --workers N` this process is (1..N); 0 without --workers.
+WORKER = web.AppKey("worker", int)
+# Called with each config a reload installs (e.g. the admin listener's tokens).
+ON_RELOAD = web.AppKey("on_reload", list[Callable[[LoadedConfig], None]])
+
+
+@dataclass(frozen=True, slots=True)
+class Generation:
+    """One config and what was built from it; CONFIG, GUARD, PROXY and A2A are its parts."""
+
+    config: LoadedConfig
+    guard: Guard
+    guardian: Guardian
+    proxy: ReverseProxy
+    a2a: A2AProxy
+
+
+GENERATION = web.AppKey("generation", Generation)
 
 
 def build_guard(config: LoadedConfig) -> Guard:
@@ -62,9 +92,87 @@ def _new_session(config: LoadedConfig) -> aiohttp.ClientSession:
     )
 
 
+def _build(
+    app: web.Application,
+    config: LoadedConfig,
+    guard: Guard,
+    gate: Gate,
+    previous: Generation | None = None,
+) -> Generation:
+    session = app[SESSION]
+    guard.bind(session)
+    guardian = Guardian(config, gate, guard.fingerprint, build_assessor(config, session))
+    if previous is not None and (
+        previous.config.gateway.guardian.breaker == config.gateway.guardian.breaker
+    ):
+        # Agents' turns keep their denials across a reload: a reload is no way out.
+        guardian.breaker = previous.guardian.breaker
+    proxy = ReverseProxy(config, guard, session, app[METRICS], gate, guardian)
+    return Generation(config, guard, guardian, proxy, A2AProxy(config, guard, session))
+
+
+def _install(app: web.Application, generation: Generation) -> None:
+    """Make `generation` the one new requests get: one synchronous step, no request between."""
+    with warnings.catch_warnings():
+        # aiohttp warns when a started app's state changes, as a handler that
+        # read it once at startup would not see the change; the handlers here
+        # look these up per request, which is the point.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        app[GENERATION] = generation
+        app[CONFIG] = generation.config
+        app[GUARD] = generation.guard
+        app[PROXY] = generation.proxy
+        app[A2A] = generation.a2a
+
+
+def reload(app: web.Application, config_dir: Path) -> bool:
+    """Load `config_dir` again and, if it is valid, serve new requests with it.
+
+    Requests in flight finish on the config they started with. Settings only
+    read at start keep their running values and are logged as needing a
+    restart (``gateway.config.reload``). Returns whether the new config was
+    installed; if not, why is logged and the running one keeps serving.
+    """
+    new = load_for_reload(config_dir)
+    return new is not None and apply_config(app, new)
+
+
+def apply_config(app: web.Application, new: LoadedConfig) -> bool:
+    """Install `new` as :func:`reload` does, once it is loaded and valid."""
+    previous = app[GENERATION]
+    try:
+        config, restart = pin_restart_keys(previous.config, new, app[REVIEWS].urls)
+        gate = app[GATE].on(app[REVIEWS].reconfigured(config))
+        generation = _build(app, config, build_guard(config), gate, previous)
+    except Exception as exc:
+        log.error(
+            "config reload from %s failed (%s: %s); still serving the running config",
+            new.source,
+            type(exc).__name__,
+            exc,
+        )
+        return False
+    for issue in restart:
+        log.warning("config reload: %s", issue)
+    _install(app, generation)
+    forward_proxy = app.get(FORWARD)
+    if forward_proxy is not None:
+        forward_proxy.settings = config.gateway.forward_proxy
+    for hook in app[ON_RELOAD]:
+        hook(config)
+    log.info(
+        "config reloaded from %s (upstreams: %s; teams: %s)",
+        config.source,
+        ", ".join(sorted(config.gateway.upstreams)),
+        ", ".join(sorted(config.teams)) or "(none)",
+    )
+    return True
+
+
 async def _resources(app: web.Application) -> AsyncIterator[None]:
     config = app[CONFIG]
-    audit = AuditLog(config.gateway.audit.path, fsync=config.gateway.audit.fsync)
+    audit_path = worker_path(config.gateway.audit.path, app[WORKER])
+    audit = AuditLog(audit_path, fsync=config.gateway.audit.fsync)
     audit.open()
     reviews = Reviews(config)
     try:
@@ -75,15 +183,12 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
         audit.close()
         raise
     session = _new_session(config)
-    app[GUARD].bind(session)
     app[AUDIT] = audit
     app[SESSION] = session
     app[REVIEWS] = reviews
     app[GATE] = gate
     app[LEDGER] = Ledger(audit, app[METRICS], frozenset(config.gateway.upstreams))
-    guardian = Guardian(config, gate, app[GUARD].fingerprint, build_assessor(config, session))
-    app[PROXY] = ReverseProxy(config, app[GUARD], session, app[METRICS], gate, guardian)
-    app[A2A] = A2AProxy(config, app[GUARD], session)
+    _install(app, _build(app, config, app[GUARD], gate))
     try:
         yield
     finally:
@@ -100,6 +205,7 @@ async def _forward_proxy(app: web.Application) -> AsyncIterator[None]:
         return
 
     async def handle(request: web.Request) -> web.StreamResponse:
+        # Looked up per request: a config reload replaces it.
         return await app[PROXY].handle(request)
 
     async with forward.running(
@@ -110,6 +216,8 @@ async def _forward_proxy(app: web.Application) -> AsyncIterator[None]:
         session=lambda: app[SESSION],
         client_max_size=app[CONFIG].gateway.limits.max_body_bytes,
         expect_handler=_expect,
+        # `serve --workers N`: every worker listens on the port.
+        reuse_port=app[WORKER] > 0,
     ) as proxy:
         app[FORWARD] = proxy
         yield
@@ -177,11 +285,13 @@ async def _expect(request: web.Request) -> None:
         request.writer.output_size = 0
 
 
-def make_app(config: LoadedConfig) -> web.Application:
+def make_app(config: LoadedConfig, *, worker: int = 0) -> web.Application:
     app = web.Application(
         client_max_size=config.gateway.limits.max_body_bytes, middlewares=MIDDLEWARES
     )
     app[CONFIG] = config
+    app[WORKER] = worker
+    app[ON_RELOAD] = []
     app[GUARD] = build_guard(config)
     app[METRICS] = Metrics()
     app.cleanup_ctx.append(_resources)

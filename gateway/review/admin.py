@@ -82,6 +82,14 @@ class Tokens:
     """Every configured token, compared in constant time against each request's."""
 
     def __init__(self, config: LoadedConfig) -> None:
+        self._entries = self._load(config)
+
+    def update(self, config: LoadedConfig) -> None:
+        """Take `config`'s tokens (a config reload); a request checks one set or the other."""
+        self._entries = self._load(config)
+
+    @staticmethod
+    def _load(config: LoadedConfig) -> list[tuple[bytes, Reviewer]]:
         by_value: dict[str, Reviewer] = {}
         admin_env = config.gateway.admin.token_env
         admin_value = config.env.get(admin_env, "") if admin_env else ""
@@ -95,7 +103,7 @@ class Tokens:
                 known = by_value.get(value, Reviewer())
                 if not known.admin and team_name not in known.teams:
                     by_value[value] = Reviewer(teams={**known.teams, team_name: var})
-        self._entries = [(_digest(value), who) for value, who in by_value.items()]
+        return [(_digest(value), who) for value, who in by_value.items()]
 
     def __bool__(self) -> bool:
         return bool(self._entries)

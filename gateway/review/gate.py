@@ -7,6 +7,7 @@ store object.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 
 from gateway.config.loader import LoadedConfig
@@ -36,6 +37,18 @@ class Reviews:
         for settings in [base, *self._settings.values()]:
             if settings.store not in self._by_url:
                 self._by_url[settings.store] = factory(settings.store)
+
+    def reconfigured(self, config: LoadedConfig) -> Reviews:
+        """`config`'s per-team settings on these (open) stores, for a config reload.
+
+        Every store URL `config` names must be one of `urls`; the stores stay
+        owned, opened and closed, by this object.
+        """
+        return Reviews(config, self._by_url.__getitem__)
+
+    @property
+    def urls(self) -> frozenset[str]:
+        return frozenset(self._by_url)
 
     async def open(self) -> None:
         opened: list[ReviewStore] = []
@@ -122,6 +135,12 @@ class Gate:
         for store in reviews.stores:
             # Reviews another replica makes reach this one's index too (PostgreSQL).
             store.on_submit(self._learn)
+
+    def on(self, reviews: Reviews) -> Gate:
+        """This gate with the settings of `reviews` (a reload's), on the same stores and index."""
+        gate = copy.copy(self)
+        gate.reviews = reviews
+        return gate
 
     def _learn(self, team: str, digest: str) -> None:
         self._known.setdefault(team, set()).add(digest)
