@@ -8,7 +8,6 @@ import gc
 import json
 import logging
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
@@ -24,9 +23,11 @@ if TYPE_CHECKING:
 
     from gateway.config.loader import LoadedConfig
     from gateway.config.models import Admin
+    from gateway.config.reload import ConfigFiles
     from gateway.guard.decision import Decision
     from gateway.guard.pipeline import Guard
     from gateway.guard.verdict import Direction
+    from gateway.proxy.lifecycle import ServeLoop
 
 log = logging.getLogger("reefgate")
 
@@ -66,18 +67,27 @@ async def _start_admin(config: LoadedConfig, app: web.Application) -> web.AppRun
     """The reviewers' listener beside the agents', on the main app's reviews and audit log."""
     from aiohttp import web
 
-    from gateway.app import AUDIT, REVIEWS
+    from gateway.app import AUDIT, ON_RELOAD, REVIEWS
     from gateway.proxy.server import GatewayRunner
-    from gateway.review.admin import make_admin_app, tokens_configured
+    from gateway.review.admin import ADMIN, make_admin_app, tokens_configured
 
     if not tokens_configured(config):
         # Without a token every request would be refused: no port to open.
         log.info("admin listener off: no admin.token_env and no reviewers.tokens_env")
+
+        def tokens_added(new: LoadedConfig) -> None:
+            if tokens_configured(new):
+                log.warning("config reload: admin tokens are set now; a restart opens admin.listen")
+
+        app[ON_RELOAD].append(tokens_added)
         return None
     listen = config.gateway.admin.listen
+    admin_app = make_admin_app(config, app[REVIEWS], app[AUDIT])
+    # A reload's reviewer tokens (and teams) apply here as on the agents' port.
+    app[ON_RELOAD].append(admin_app[ADMIN].tokens.update)
     # GatewayRunner: a malformed request is neither echoed nor logged, and here
     # it may carry a bearer token.
-    runner = GatewayRunner(make_admin_app(config, app[REVIEWS], app[AUDIT]))
+    runner = GatewayRunner(admin_app, shutdown_timeout=config.gateway.limits.drain_timeout_s)
     await runner.setup()
     try:
         await web.TCPSite(runner, listen.host, listen.port, reuse_address=True).start()
@@ -90,29 +100,60 @@ async def _start_admin(config: LoadedConfig, app: web.Application) -> web.AppRun
     return runner
 
 
-async def _serve(config: LoadedConfig, host: str, port: int) -> None:
+async def _serve(
+    config: LoadedConfig,
+    host: str,
+    port: int,
+    *,
+    config_dir: Path | None = None,
+    files: ConfigFiles | None = None,
+    worker: int = 0,
+) -> None:
+    """Serve until SIGTERM or SIGINT, then drain; `worker` is this process's --workers index."""
     from aiohttp import web
 
-    from gateway.app import make_app
+    from gateway.app import FORWARD, make_app
+    from gateway.proxy.lifecycle import ServeLoop, drain
     from gateway.proxy.server import GatewayRunner
 
-    app = make_app(config)
-    runner = GatewayRunner(app)
+    app = make_app(config, worker=worker)
+    # Requests in flight when a stop signal comes get this long to finish.
+    runner = GatewayRunner(app, shutdown_timeout=config.gateway.limits.drain_timeout_s)
     await runner.setup()
-    admin: web.AppRunner | None = None
+    runners: list[web.AppRunner] = [runner]
+
+    def stop_forward_proxy() -> None:
+        forward_proxy = app.get(FORWARD)
+        if forward_proxy is not None:
+            forward_proxy.stop_listening()
+
     try:
-        site = web.TCPSite(runner, host, port, backlog=2048, reuse_address=True)
-        await site.start()
-        admin = await _start_admin(config, app)
-        await _serve_until_stopped(config, runner, admin)
-    finally:
+        # Workers share the port (SO_REUSEPORT): the kernel gives each new
+        # connection to one of them.
+        site = web.TCPSite(
+            runner, host, port, backlog=2048, reuse_address=True, reuse_port=worker > 0 or None
+        )
+        try:
+            await site.start()
+        except OSError as exc:
+            raise _ListenError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+        # One reviewers' listener: with several workers, worker 1's.
+        admin = await _start_admin(config, app) if worker <= 1 else None
         if admin is not None:
-            await admin.cleanup()
-        await runner.cleanup()
+            runners.append(admin)
+        parent = os.getppid() if worker > 0 else None
+        serving = ServeLoop(app, config_dir, files, parent=parent)
+        await _serve_until_stopped(config, runner, admin, serving, worker)
+    finally:
+        await drain(runners, stop_forward_proxy)
 
 
 async def _serve_until_stopped(
-    config: LoadedConfig, runner: web.AppRunner, admin: web.AppRunner | None
+    config: LoadedConfig,
+    runner: web.AppRunner,
+    admin: web.AppRunner | None,
+    serving: ServeLoop,
+    worker: int = 0,
 ) -> None:
     # Everything loaded so far (config, compiled patterns, the injection model)
     # lives for the whole process: moving it out of the collector's view keeps
@@ -124,25 +165,29 @@ async def _serve_until_stopped(
     # few were allocated since the last one: fewer, not smaller, collections
     # are what save time (about 5% of CPU per request at c=50).
     gc.set_threshold(_GC_YOUNG_THRESHOLD, 10, 10)
+    # Signals are handled from here on: a stop right after the lines below drains.
+    serving.install()
+    which = f"; worker {worker}" if worker > 0 else ""
     for addr in runner.addresses:
         if isinstance(addr, tuple):
             print(
                 f"reefgate {__version__} listening on http://{addr[0]}:{addr[1]} "
-                f"(config: {config.source})",
+                f"(config: {config.source}{which})",
                 flush=True,
             )
     for addr in admin.addresses if admin is not None else ():
         url = _http_url(addr)
         if url is not None:
             print(f"reefgate admin listening on {url}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    await serving.wait()
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from gateway.config.reload import ConfigFiles
+
+    config_dir = args.config if args.config is not None else _default_config_dir()
+    # Looked at before the config is read: an edit from here on is a change to reload.
+    files = ConfigFiles(config_dir) if config_dir is not None else None
     config = _config_for(args)
     if config is None:
         return 2
@@ -151,12 +196,74 @@ def cmd_serve(args: argparse.Namespace) -> int:
     configure_logging(config.gateway.logging, level=getattr(args, "log_level", None))
     host = args.host or config.gateway.listen.host
     port = args.port if args.port is not None else config.gateway.listen.port
+    if args.workers > 1:
+        return _supervise(args, config, host, port)
     try:
-        _run(lambda: _serve(config, host, port))
+        _run(
+            lambda: _serve(
+                config, host, port, config_dir=config_dir, files=files, worker=args.worker
+            )
+        )
     except _ListenError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _supervise(args: argparse.Namespace, config: LoadedConfig, host: str, port: int) -> int:
+    """`serve --workers N`: start N workers on one port and wait for them."""
+    from gateway.observe.audit import fingerprint_key
+    from gateway.proxy.certs import CAError, ensure_ca
+    from gateway.proxy.lifecycle import reserve_port, supervise
+    from gateway.review.store import StoreError
+
+    # What the workers share is made here, once, before they could race to make it.
+    fingerprint_key(config.gateway.audit, config.env)
+    forward_proxy = config.gateway.forward_proxy
+    if forward_proxy.enabled:
+        if forward_proxy.listen.port == 0:
+            print(
+                "error: --workers needs a fixed forward_proxy.listen.port, not 0", file=sys.stderr
+            )
+            return 2
+        try:
+            ensure_ca(forward_proxy.ca_dir)
+        except (CAError, OSError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    try:
+        _run(lambda: _prepare_reviews(config))
+    except StoreError as exc:
+        print(f"error: review store: {exc}", file=sys.stderr)
+        return 2
+    # Port 0 would give each worker a port of its own: one is chosen here and held.
+    reserved = reserve_port(host) if port == 0 else None
+    if reserved is not None:
+        port = int(reserved.getsockname()[1])
+
+    def argv_for(worker: int) -> list[str]:
+        argv = [sys.executable, "-m", "gateway"]
+        if args.log_level is not None:
+            argv += ["--log-level", str(args.log_level)]
+        argv += ["serve", "--host", host, "--port", str(port), "--worker", str(worker)]
+        if args.config is not None:
+            argv += ["--config", str(args.config)]
+        return argv
+
+    try:
+        return supervise(argv_for, args.workers)
+    finally:
+        if reserved is not None:
+            reserved.close()
+
+
+async def _prepare_reviews(config: LoadedConfig) -> None:
+    """Open and close every review store: the schema exists before N workers open them."""
+    from gateway.review.gate import Reviews
+
+    reviews = Reviews(config)
+    await reviews.open()
+    await reviews.close()
 
 
 def cmd_config_validate(args: argparse.Namespace) -> int:
@@ -174,16 +281,44 @@ def cmd_config_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _audit_files(given: Sequence[str]) -> tuple[list[Path], list[str]]:
+    """The files that paths, directories (their *.jsonl) and glob patterns name; what named none."""
+    import glob
+
+    found: list[Path] = []
+    unmatched: list[str] = []
+    for name in given:
+        path = Path(name)
+        if path.is_dir():
+            files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+        elif path.exists() or not glob.has_magic(name):
+            files = [path]  # a missing file is reported by verify
+        else:
+            files = sorted(Path(p) for p in glob.glob(name) if Path(p).is_file())
+        if not files:
+            unmatched.append(name)
+        found.extend(f for f in files if f not in found)
+    return found, unmatched
+
+
 def cmd_audit_verify(args: argparse.Namespace) -> int:
     from gateway.observe.audit import verify
 
-    result = verify(args.path)
-    if result.ok:
-        print(f"{args.path}: ok, {result.entries} entries, head {result.head or '(empty)'}")
-        return 0
-    where = f" at line {result.line}" if result.line is not None else ""
-    print(f"{args.path}: BROKEN{where}: {result.error}", file=sys.stderr)
-    return 1
+    paths, unmatched = _audit_files(args.paths)
+    for name in unmatched:
+        print(f"error: no audit file in {name}", file=sys.stderr)
+    broken = 0
+    for path in paths:
+        result = verify(path)
+        if result.ok:
+            print(f"{path}: ok, {result.entries} entries, head {result.head or '(empty)'}")
+            continue
+        broken += 1
+        where = f" at line {result.line}" if result.line is not None else ""
+        print(f"{path}: BROKEN{where}: {result.error}", file=sys.stderr)
+    if len(paths) > 1:
+        print(f"{len(paths) - broken} of {len(paths)} chains ok")
+    return 1 if broken or unmatched else 0
 
 
 def cmd_ca_init(args: argparse.Namespace) -> int:
@@ -672,6 +807,13 @@ def _add_reviews_parser(sub: Any) -> None:
         decide.set_defaults(func=_reviews_command(cmd_reviews_decide))
 
 
+def _positive(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, not {number}")
+    return number
+
+
 def cmd_reef_conformance(args: argparse.Namespace) -> int:
     from gateway.peer.conformance import format_report, run_directory
 
@@ -706,6 +848,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--port", type=int, default=None, help="override listen.port (0 = any free port)"
     )
+    serve.add_argument(
+        "--workers",
+        type=_positive,
+        default=1,
+        help="worker processes serving the port together (default 1; each writes its own "
+        "audit chain, audit.jsonl -> audit.w1.jsonl, audit.w2.jsonl, ...)",
+    )
+    # Set by `--workers N` for each worker process it starts: its index, 1..N.
+    serve.add_argument("--worker", type=int, default=0, help=argparse.SUPPRESS)
     serve.set_defaults(func=cmd_serve)
 
     config = sub.add_parser("config", help="configuration tools")
@@ -739,8 +890,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = sub.add_parser("audit", help="audit log tools")
     audit_sub = audit.add_subparsers(dest="audit_command", required=True)
-    verify = audit_sub.add_parser("verify", help="check the hash chain of an audit file")
-    verify.add_argument("path", type=Path)
+    verify = audit_sub.add_parser(
+        "verify", help="check the hash chains of audit files (one per serve worker)"
+    )
+    verify.add_argument(
+        "paths",
+        nargs="+",
+        metavar="path",
+        help="an audit file, a directory (its *.jsonl files) or a glob pattern such as "
+        "'var/audit*.jsonl'",
+    )
     verify.set_defaults(func=cmd_audit_verify)
 
     ca = sub.add_parser("ca", help="the forward proxy's certificate authority")

@@ -90,6 +90,9 @@ class Limits(Strict):
     inspect_timeout_ms: int = Field(default=15_000, ge=100, le=600_000)
     # Time allowed between bytes of a request body; past it the client gets 408.
     body_read_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    # On SIGTERM or SIGINT: time requests and streams in flight get to finish
+    # (no new connection is accepted meanwhile); past it they are cut.
+    drain_timeout_s: float = Field(default=30.0, ge=0, le=3600)
 
 
 class ScanHeaders(Strict):

@@ -132,6 +132,11 @@ class ForwardProxy:
         )
         return self._server
 
+    def stop_listening(self) -> None:
+        """Accept no new connection; the open ones go on (a drain before ``close``)."""
+        if self._server is not None:
+            self._server.close()
+
     async def close(self) -> None:
         if self._server is not None:
             self._server.close()
