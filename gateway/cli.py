@@ -825,6 +825,57 @@ def cmd_reef_conformance(args: argparse.Namespace) -> int:
     return 0 if all(r.ok for r in reports) else 1
 
 
+def _reef_state_dir(args: argparse.Namespace) -> Path | None:
+    if args.state_dir is not None:
+        path: Path = args.state_dir
+        return path
+    config = _config_for(args)
+    if config is None:
+        return None
+    return config.gateway.peer.reef.state_dir
+
+
+def cmd_reef_init(args: argparse.Namespace) -> int:
+    from gateway.peer.errors import InvalidInput
+    from gateway.peer.state import StateError, init_identity
+
+    state_dir = _reef_state_dir(args)
+    if state_dir is None:
+        return 2
+    try:
+        public = init_identity(state_dir, args.handle, args.epoch)
+    except (StateError, InvalidInput) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    keys = public.to_dict()
+    print(f"identity: {keys['peer']}")
+    print(f"ed25519: {keys['ed25519']}")
+    print(f"x25519: {keys['x25519']}")
+    print(f"fingerprint: {public.fingerprint}")
+    print(f"state: {state_dir} (private keys mode 0600)")
+    print(
+        "a peer pins this claw with: reefgate reef peer add "
+        f"'{keys['peer']}' --ed25519 {keys['ed25519']} --x25519 {keys['x25519']}"
+    )
+    return 0
+
+
+def cmd_reef_peer_add(args: argparse.Namespace) -> int:
+    from gateway.peer.errors import InvalidInput
+    from gateway.peer.state import StateError, add_peer
+
+    state_dir = _reef_state_dir(args)
+    if state_dir is None:
+        return 2
+    try:
+        public = add_peer(state_dir, args.address, args.ed25519, args.x25519)
+    except (StateError, InvalidInput) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"pinned {public.peer}: fingerprint {public.fingerprint}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="reefgate", description=__doc__)
     parser.add_argument("--version", action="version", version=f"reefgate {__version__}")
@@ -920,6 +971,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     conformance.add_argument("dir", type=Path, help="vector directory (as ../shared/reef-vectors)")
     conformance.set_defaults(func=cmd_reef_conformance)
+    reef_common = argparse.ArgumentParser(add_help=False)
+    reef_common.add_argument("--config", type=Path, default=None, help="config directory")
+    reef_common.add_argument(
+        "--state-dir", type=Path, default=None, help="override peer.reef.state_dir"
+    )
+    reef_init = reef_sub.add_parser(
+        "init", parents=[reef_common], help="create this claw's identity in the state dir"
+    )
+    reef_init.add_argument("--handle", required=True)
+    reef_init.add_argument("--epoch", type=_positive, default=1)
+    reef_init.set_defaults(func=cmd_reef_init)
+    reef_peer = reef_sub.add_parser("peer", help="pinned peers")
+    reef_peer_sub = reef_peer.add_subparsers(dest="reef_peer_command", required=True)
+    peer_add = reef_peer_sub.add_parser(
+        "add", parents=[reef_common], help="pin a peer's keys (only pinned peers are talked to)"
+    )
+    peer_add.add_argument("address", help="handle#epoch")
+    peer_add.add_argument("--ed25519", required=True, help="Ed25519 public key, base64url")
+    peer_add.add_argument("--x25519", required=True, help="X25519 public key, base64url")
+    peer_add.set_defaults(func=cmd_reef_peer_add)
 
     _add_reviews_parser(sub)
     return parser

@@ -357,6 +357,69 @@ class Peers(Strict):
         return value
 
 
+_REEF_PEER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}#[1-9][0-9]{0,15}$")
+_REEF_HANDLE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$")
+_B64URL_KEY = re.compile(r"^[A-Za-z0-9_-]{43}$")
+
+
+class ReefPeerKeys(Strict):
+    """A pinned peer's public keys, base64url without padding (43 characters each)."""
+
+    ed25519: str
+    x25519: str
+
+    @field_validator("ed25519", "x25519")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        if not _B64URL_KEY.match(value):
+            raise ValueError("must be a 32-byte key in base64url without padding (43 characters)")
+        return value
+
+
+class Reef(Strict):
+    """The gateway as the agent's Reef endpoint: it holds the claw's keys (custody)."""
+
+    # Where the relay is; without it the endpoint is off.
+    relay_url: str | None = None
+    # Identity (private keys mode 0600), pinned peers, replay and inbox stores, audit key.
+    state_dir: Path = Path("var/reef")
+    # This claw's handle; `reefgate reef init --handle H` makes its identity.
+    handle: str | None = None
+    # Pinned peers, `handle#epoch` -> keys (added to those in state_dir/peers.json).
+    peers: dict[str, ReefPeerKeys] = Field(default_factory=dict)
+    # The team whose policy checks inbound messages (default: the default team).
+    team: str | None = None
+    # Pull backoff: from poll_min_s doubling to poll_max_s while idle or failing.
+    poll_min_s: float = Field(default=0.25, gt=0, le=60)
+    poll_max_s: float = Field(default=30.0, gt=0, le=3600)
+
+    @field_validator("relay_url")
+    @classmethod
+    def _relay(cls, value: str | None) -> str | None:
+        if value is not None and not _URL.match(value):
+            raise ValueError("must be an http:// or https:// URL without query or fragment")
+        return value
+
+    @field_validator("handle")
+    @classmethod
+    def _handle(cls, value: str | None) -> str | None:
+        if value is not None and not _REEF_HANDLE.match(value):
+            raise ValueError("must be 1-63 of [A-Za-z0-9_-], starting alphanumeric")
+        return value
+
+    @field_validator("peers")
+    @classmethod
+    def _peers(cls, value: dict[str, ReefPeerKeys]) -> dict[str, ReefPeerKeys]:
+        for name in value:
+            if not _REEF_PEER.match(name):
+                raise ValueError(f"peer {name!r} must be handle#epoch")
+        return value
+
+
+class PeerProtocols(Strict):
+    reef: Reef = Reef()
+
+
 class GatewayConfig(Strict):
     listen: Listen = Listen()
     upstreams: dict[str, Upstream] = Field(
@@ -376,6 +439,8 @@ class GatewayConfig(Strict):
     logging: Logging = Logging()
     # Agent-to-agent traffic in plaintext protocols (A2A), guarded both ways.
     peers: Peers = Peers()
+    # Claw-to-claw peers the gateway is the endpoint for (Reef), guarded both ways.
+    peer: PeerProtocols = PeerProtocols()
 
     @field_validator("upstreams")
     @classmethod
