@@ -179,6 +179,13 @@ async def _serve_until_stopped(
         url = _http_url(addr)
         if url is not None:
             print(f"reefgate admin listening on {url}", flush=True)
+    from gateway.app import FORWARD
+
+    forward = runner.app.get(FORWARD)
+    if forward is not None:
+        listen = config.gateway.forward_proxy.listen
+        url = _http_url((listen.host, forward.port))
+        print(f"reefgate forward proxy listening on {url} (HTTPS_PROXY)", flush=True)
     await serving.wait()
 
 
