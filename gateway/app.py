@@ -155,6 +155,7 @@ def apply_config(app: web.Application, new: LoadedConfig) -> bool:
     for issue in restart:
         log.warning("config reload: %s", issue)
     _install(app, generation)
+    app[LEDGER].upstreams = frozenset(config.gateway.upstreams)
     forward_proxy = app.get(FORWARD)
     if forward_proxy is not None:
         forward_proxy.settings = config.gateway.forward_proxy

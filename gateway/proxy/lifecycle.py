@@ -173,7 +173,13 @@ def supervise(argv_for: Callable[[int], list[str]], workers: int) -> int:
             for index in range(1, workers + 1):
                 if stopping:
                     break
-                procs.append(subprocess.Popen(argv_for(index)))  # noqa: S603 (our own argv)
+                # A worker starts with SIGHUP ignored (kept across exec) until
+                # it handles it itself: a reload then must not kill one still starting.
+                signal.signal(signal.SIGHUP, signal.SIG_IGN)
+                try:
+                    procs.append(subprocess.Popen(argv_for(index)))  # noqa: S603 (our argv)
+                finally:
+                    signal.signal(signal.SIGHUP, on_signal)
         except OSError as exc:
             log.error("cannot start worker %d: %s", len(procs) + 1, exc)
             failed = 1

@@ -65,7 +65,8 @@ class Ledger:
     def __init__(self, audit: AuditLog, metrics: Metrics, upstreams: frozenset[str]) -> None:
         self._audit = audit
         self._metrics = metrics
-        self._upstreams = upstreams
+        # Upstream names counted by name in metrics (others as unknown); a reload sets it.
+        self.upstreams = upstreams
         self._ids = _RequestIds()
         self._audit_retry_at = 0.0
 
@@ -97,7 +98,7 @@ class Ledger:
 
     def record(self, exchange: Exchange) -> None:
         metrics = self._metrics
-        upstream = exchange.upstream if exchange.upstream in self._upstreams else "unknown"
+        upstream = exchange.upstream if exchange.upstream in self.upstreams else "unknown"
         team = exchange.team.name if exchange.team is not None else NO_TEAM
         decision, category = exchange.decision, exchange.category
         metrics.count_request(upstream, decision, category, team)

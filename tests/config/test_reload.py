@@ -207,6 +207,8 @@ async def test_settings_read_at_start_keep_their_value_and_are_named(
         session.get(f"{served.url}/second/v1/models") as r,
     ):
         assert r.status == 200
+        async with session.get(f"{served.url}/metrics") as scraped:
+            assert 'upstream="second"' in await scraped.text()
     assert _audited(served)[-1]["upstream"] == "second"
     assert not (tmp_path / "elsewhere.jsonl").exists()
 
