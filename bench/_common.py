@@ -179,11 +179,17 @@ def _die_with_parent() -> None:
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
+# `cpu=ALL_CPUS`: a service that may run on every core (reefgate with --workers).
+ALL_CPUS = -1
+
+
 def child_setup(cpu: int | None) -> Callable[[], None]:
     def setup() -> None:
         _die_with_parent()
         raise_nofile()
-        if cpu is not None:
+        if cpu == ALL_CPUS:
+            unpin_self()
+        elif cpu is not None:
             pin_self(cpu)
 
     return setup
@@ -348,10 +354,11 @@ def python_module(module: str, *args: str) -> list[str]:
     return [sys.executable, "-m", module, *args]
 
 
-def reefgate_argv(config_dir: Path) -> list[str]:
+def reefgate_argv(config_dir: Path, workers: int = 1) -> list[str]:
     script = Path(sys.executable).parent / "reefgate"
     head = [str(script)] if script.exists() else [sys.executable, "-m", "gateway"]
-    return [*head, "serve", "--config", str(config_dir), "--port", "0"]
+    argv = [*head, "serve", "--config", str(config_dir), "--port", "0"]
+    return [*argv, "--workers", str(workers)] if workers > 1 else argv
 
 
 REEFGATE_READY = r"reefgate \S+ listening on http://127\.0\.0\.1:(\d+)"
@@ -629,10 +636,13 @@ class ServiceBench(Protocol):
 
 
 def run_service_bench(
-    name: str, argv: Sequence[str], make: Callable[[Options, Services, Path], ServiceBench]
+    name: str,
+    argv: Sequence[str],
+    make: Callable[[Options, Services, Path], ServiceBench],
+    add: Callable[[argparse.ArgumentParser], None] | None = None,
 ) -> int:
     """`main` of a benchmark with services: pinned to the load core, logs shown on failure."""
-    opts = parse_options(name, argv)
+    opts = parse_options(name, argv, add)
     install_signal_handlers()
     raise_nofile()
     pin_self(LOAD_CPU)

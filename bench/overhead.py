@@ -14,6 +14,7 @@ installed. Rounds are interleaved and each figure is the median over rounds.
 
 from __future__ import annotations
 
+import argparse
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -23,6 +24,7 @@ from typing import Any
 from bench import _loadgen as lg
 from bench import _peers as peers
 from bench._common import (
+    ALL_CPUS,
     LOAD_CPU,
     PROXY_CPU,
     REEFGATE_READY,
@@ -105,6 +107,7 @@ class Bench:
         }
         self.notes: list[str] = []
         self.load_at_start = loadavg()
+        self.workers: int = opts.extra.workers
         self._litellm_path = ""
 
     # -- starting everything --
@@ -123,9 +126,25 @@ class Bench:
             cpu=PROXY_CPU,
         )
         config = gateway_config(self.tmp / "reefgate-config", upstream.url)
-        gateway = svc.spawn("reefgate", reefgate_argv(config), cpu=PROXY_CPU, cwd=self.tmp)
+        workers = self.workers
+        gateway = svc.spawn(
+            "reefgate",
+            reefgate_argv(config, workers),
+            # Several workers are there to use more than one core.
+            cpu=PROXY_CPU if workers == 1 else ALL_CPUS,
+            cwd=self.tmp,
+        )
         svc.wait_line(bare, SERVICE_READY, 30)
-        svc.wait_line(gateway, REEFGATE_READY, 60)
+        if workers == 1:
+            svc.wait_line(gateway, REEFGATE_READY, 60)
+        else:
+            for worker in range(1, workers + 1):
+                ready = REEFGATE_READY + rf" \(config: [^;)]*; worker {worker}\)"
+                svc.wait_line(gateway, ready, 60)
+            self.notes.append(
+                f"reefgate ran {workers} workers (serve --workers {workers}) on every core, "
+                "sharing them with the fake upstream and the load generator"
+            )
         ep["bare"].url, ep["bare"].service = bare.url + "/openai" + CHAT, bare
         ep["reefgate"].url, ep["reefgate"].service = gateway.url + "/openai" + CHAT, gateway
 
@@ -550,5 +569,14 @@ class Bench:
         return rep
 
 
+def _options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=1,
+        help="run reefgate with serve --workers N (N > 1: on every core, not pinned to one)",
+    )
+
+
 def main(argv: Sequence[str]) -> int:
-    return run_service_bench("overhead", argv, Bench)
+    return run_service_bench("overhead", argv, Bench, _options)
