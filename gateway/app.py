@@ -28,6 +28,7 @@ from gateway.guard.guardian.llm import build_assessor
 from gateway.guard.pipeline import Guard
 from gateway.observe.audit import AuditLog, fingerprint_key, worker_path
 from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
+from gateway.peer import endpoint as reef_endpoint
 from gateway.proxy import forward
 from gateway.proxy.a2a import A2AProxy
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
@@ -300,6 +301,8 @@ def make_app(config: LoadedConfig, *, worker: int = 0) -> web.Application:
     app.router.add_get("/healthz", _healthz)
     app.router.add_get("/readyz", _readyz)
     app.router.add_get("/metrics", _metrics)
+    # The Reef endpoint's local API (/reef/v1/...) and its inbound pull task.
+    reef_endpoint.install(app)
     # Agent-to-agent traffic (A2A) is matched before the LLM upstreams' catch-all.
     app.router.add_route("*", "/a2a/{peer}{tail:(/.*)?}", _a2a, name="a2a")
     app.router.add_route("*", "/a2a-in{tail:(/.*)?}", _a2a, name="a2a_in")
