@@ -392,6 +392,8 @@ class Reef(Strict):
     # Pull backoff: from poll_min_s doubling to poll_max_s while idle or failing.
     poll_min_s: float = Field(default=0.25, gt=0, le=60)
     poll_max_s: float = Field(default=30.0, gt=0, le=3600)
+    # Listen on the relay's WebSocket (/v1/mail/ws) for new mail; polling stays the fallback.
+    websocket: bool = True
 
     @field_validator("relay_url")
     @classmethod

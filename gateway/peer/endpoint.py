@@ -27,6 +27,9 @@ hands the envelope out again. An envelope that does not open (not pinned,
 bad signature, tampered, replayed under another hash) is acked without a
 receipt ``{seq}`` and audited. A duplicate is acked with its stored receipt.
 
+Where the relay has a WebSocket at ``/v1/mail/ws`` (``peer.reef.websocket``),
+each text message it pushes wakes the pull at once; without one, polling alone.
+
 Every relay request is a signed device request (``x-reef-handle``,
 ``x-reef-ts``, ``x-reef-sig``).
 """
@@ -165,17 +168,25 @@ class ReefEndpoint:
         self.mailbox = Mailbox(state / "inbox.sqlite3")
         self._after = 0
         self._task: asyncio.Task[None] | None = None
+        self._listener: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
+        # Whether the relay's WebSocket is connected (pushes wake the pull loop).
+        self.pushed = False
 
     # -- lifecycle --
 
     def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="reef-pull")
+        loop = asyncio.get_running_loop()
+        self._task = loop.create_task(self._run(), name="reef-pull")
+        if self.settings.websocket:
+            self._listener = loop.create_task(self._listen(), name="reef-ws")
 
     async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
+        tasks = [t for t in (self._task, self._listener) if t is not None]
+        self._task = self._listener = None
+        for task in tasks:
             task.cancel()
+        for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self.mailbox.close()
@@ -443,6 +454,8 @@ class ReefEndpoint:
     async def _run(self) -> None:
         delay = self.settings.poll_min_s
         while True:
+            # Cleared before the pull: a push during the pull means pull again.
+            self._wake.clear()
             try:
                 progressed = await self.pull_once()
             except asyncio.CancelledError:
@@ -453,10 +466,42 @@ class ReefEndpoint:
             if progressed:
                 delay = self.settings.poll_min_s
                 continue
-            self._wake.clear()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._wake.wait()
+            delay = min(delay * 2, self.settings.poll_max_s)
+
+    async def _listen(self) -> None:
+        """The relay's WebSocket ``/v1/mail/ws``: each message it pushes wakes the pull loop.
+
+        The envelopes themselves still come by the signed pull, so the socket
+        only saves the wait. A relay without it (404) leaves polling alone;
+        any other failure is retried with the pull's backoff.
+        """
+        delay = self.settings.poll_min_s
+        while True:
+            url = self._relay + "/v1/mail/ws"
+            signed = self._signer.sign("GET", url)
+            try:
+                async with self._session.ws_connect(
+                    URL(url, encoded=True), headers=signed.headers, heartbeat=30, autoping=True
+                ) as ws:
+                    self.pushed = True
+                    delay = self.settings.poll_min_s
+                    self.wake()  # whatever arrived before the socket was up
+                    async for message in ws:
+                        if message.type is aiohttp.WSMsgType.TEXT:
+                            self.wake()
+            except aiohttp.WSServerHandshakeError as exc:
+                if exc.status in (404, 405):
+                    log.info("reef: the relay has no WebSocket; polling only")
+                    return
+                log.warning("reef: relay WebSocket refused (%s)", exc.status)
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                log.warning("reef: relay WebSocket failed (%s)", type(exc).__name__)
+            finally:
+                self.pushed = False
+            await asyncio.sleep(delay)
             delay = min(delay * 2, self.settings.poll_max_s)
 
     async def pull_once(self) -> bool:

@@ -3,12 +3,14 @@
     POST /v1/mail/{peer}       body: an envelope -> 202 {seq}
     GET  /v1/mail?after=N      -> {entries: [{seq, envelope}], next}
     POST /v1/mail/{peer}/ack   body: {seq, receipt?} -> 200 {}; drops entry seq
+    GET  /v1/mail/ws           (with websocket=True) pushes {"type": "mail", "seq"} per new entry
 
 Every request must verify (gateway.peer.requests.RelayVerifier): 401 / 409 otherwise.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,9 @@ class FakeRelay:
     refused: list[int] = field(default_factory=list)
     posted: list[tuple[str, str, Any]] = field(default_factory=list)
     seq: int = 0
+    websocket: bool = False
+    sockets: dict[str, list[web.WebSocketResponse]] = field(default_factory=dict)
+    pushes: set[asyncio.Task[None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.verifier = RelayVerifier(self.keys.get)
@@ -45,6 +50,10 @@ class FakeRelay:
     def deliver(self, handle: str, envelope: Any, sender: str = "test") -> int:
         self.seq += 1
         self.mail.setdefault(handle.lower(), []).append(Entry(self.seq, sender, envelope))
+        for ws in self.sockets.get(handle.lower(), []):
+            task = asyncio.ensure_future(ws.send_json({"type": "mail", "seq": self.seq}))
+            self.pushes.add(task)
+            task.add_done_callback(self.pushes.discard)
         return self.seq
 
     def receipts(self, handle: str) -> list[dict[str, Any]]:
@@ -58,7 +67,22 @@ class FakeRelay:
         app.router.add_post("/v1/mail/{peer}", self._post)
         app.router.add_get("/v1/mail", self._pull)
         app.router.add_post("/v1/mail/{peer}/ack", self._ack)
+        if self.websocket:
+            app.router.add_get("/v1/mail/ws", self._ws)
         return app
+
+    async def _ws(self, request: web.Request) -> web.WebSocketResponse:
+        handle, _ = await self._verify(request)
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        sockets = self.sockets.setdefault(handle, [])
+        sockets.append(ws)
+        try:
+            async for _ in ws:
+                pass
+        finally:
+            sockets.remove(ws)
+        return ws
 
     async def _verify(self, request: web.Request) -> tuple[str, bytes]:
         body = await request.read()

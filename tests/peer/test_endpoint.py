@@ -20,6 +20,7 @@ from gateway.peer.endpoint import REEF, ReefEndpoint, derive_id
 from gateway.peer.envelope import seal
 from gateway.peer.identity import Identity, PublicIdentity, ed25519_public, generate_identity
 from gateway.peer.receipts import verify_receipt
+from gateway.peer.replay import ReplayStoreError
 from gateway.peer.state import add_peer, audit_key, init_identity, load_identity
 from tests.conftest import Stack, StackFactory
 from tests.guard.fake_classifier import PINNED, FakeClassifier
@@ -88,6 +89,7 @@ async def _claws(
     make_stack: StackFactory,
     relay: tuple[FakeRelay, str],
     tmp_path: Path,
+    poll: tuple[float, float] = (0.02, 0.1),
     **alice_config: Any,
 ) -> tuple[Claw, Claw]:
     fake, url = relay
@@ -99,7 +101,9 @@ async def _claws(
         fake.register(publics[name])
     claws = []
     for name, state in states.items():
-        reef = Reef(relay_url=url, state_dir=state, handle=name, poll_min_s=0.02, poll_max_s=0.1)
+        reef = Reef(
+            relay_url=url, state_dir=state, handle=name, poll_min_s=poll[0], poll_max_s=poll[1]
+        )
         extra = alice_config if name == "alice" else {}
         stack = await make_stack(
             name=name,
@@ -409,3 +413,57 @@ def test_derived_ids_are_ulids_and_bind_the_message() -> None:
     one = derive_id("alice#1", "bob#1", {"text": "hi"})
     assert is_ulid(one) and one == derive_id("alice#1", "bob#1", {"text": "hi"})
     assert one != derive_id("alice#1", "bob#1", {"text": "hi", "thread": one})
+
+
+async def test_websocket_push_wakes_the_pull(
+    make_stack: StackFactory, aiohttp_server: Any, tmp_path: Path
+) -> None:
+    fake = FakeRelay(websocket=True)
+    server = await aiohttp_server(fake.app())
+    relay = (fake, str(server.make_url("")).rstrip("/"))
+    # Polling alone would not come round again within the test.
+    alice, bob = await _claws(make_stack, relay, tmp_path, poll=(60.0, 60.0))
+    await _until(lambda: bob.endpoint.pushed)
+    await asyncio.sleep(0.05)  # the first pull has run and is waiting its 60 s
+    status, _ = await alice.send(to="bob#1", text="pushed, not polled")
+    assert status == 200
+    receipt = (await _until(lambda: fake.receipts("bob")))[0]
+    assert receipt["status"] == "accepted"
+    assert [m["text"] for m in (await bob.inbox())["messages"]] == ["pushed, not polled"]
+
+
+async def test_without_a_relay_websocket_polling_carries_on(
+    make_stack: StackFactory, relay: tuple[FakeRelay, str], tmp_path: Path
+) -> None:
+    fake, _ = relay
+    alice, bob = await _claws(make_stack, relay, tmp_path)
+    listener = bob.endpoint._listener
+    assert listener is not None
+    await _until(listener.done)
+    assert not bob.endpoint.pushed
+    await alice.send(to="bob#1", text="polled")
+    assert (await _until(lambda: fake.receipts("bob")))[0]["status"] == "accepted"
+
+
+async def test_crash_between_store_and_replay_commit_delivers_once(
+    make_stack: StackFactory, relay: tuple[FakeRelay, str], tmp_path: Path
+) -> None:
+    fake, _ = relay
+    alice, bob = await _claws(make_stack, relay, tmp_path)
+    replay = bob.endpoint.replay
+    real_commit = replay.commit
+    failures = 0
+
+    def crash_once(sender: str, envelope_id: str, envelope_hash: str) -> None:
+        nonlocal failures
+        if failures == 0:
+            failures += 1
+            raise ReplayStoreError("the process died here")
+        real_commit(sender, envelope_id, envelope_hash)
+
+    replay.commit = crash_once  # type: ignore[method-assign]
+    await alice.send(to="bob#1", text="exactly once")
+    receipt = (await _until(lambda: fake.receipts("bob")))[0]
+    assert receipt["status"] == "accepted" and failures == 1
+    assert [m["text"] for m in (await bob.inbox())["messages"]] == ["exactly once"]
+    assert fake.mail["bob"] == []
