@@ -27,6 +27,7 @@ from types import FrameType
 from aiohttp import web
 
 from gateway.config.reload import ConfigFiles
+from gateway.observe.logs import log_failure
 
 __all__ = ["POLL_INTERVAL_S", "ServeLoop", "drain", "reserve_port", "supervise"]
 
@@ -74,7 +75,12 @@ class ServeLoop:
         log.info("%s: reloading the config from %s", why, self._dir)
         if self._files is not None:
             self._files.changed()  # what is read now is the baseline for the next look
-        return reload(self._app, self._dir)
+        try:
+            return reload(self._app, self._dir)
+        except Exception as exc:
+            # A bug in a reload must not stop the watching, or the serving.
+            log_failure(log, "config reload", exc)
+            return False
 
     def install(self) -> None:
         """Take over the signals and start watching the config files."""
@@ -82,7 +88,7 @@ class ServeLoop:
         for sig in _STOP_SIGNALS:
             loop.add_signal_handler(sig, self.stop)
         loop.add_signal_handler(signal.SIGHUP, self.reload, "SIGHUP")
-        self._watching = asyncio.ensure_future(self._watch())
+        self._watching = asyncio.ensure_future(self.watch())
 
     async def wait(self) -> None:
         """Until SIGTERM or SIGINT (``install`` first)."""
@@ -95,7 +101,8 @@ class ServeLoop:
             # SIGINT and its supervisor's) changes nothing, so the handlers stay.
             asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
 
-    async def _watch(self) -> None:
+    async def watch(self) -> None:
+        """Reload when the config files change; stop when the supervisor is gone."""
         while True:
             await asyncio.sleep(self._interval)
             if self._parent is not None and os.getppid() != self._parent:

@@ -15,9 +15,10 @@ import openai
 import pytest
 from aiohttp import web
 
-from gateway.app import GENERATION, make_app, reload
+from gateway.app import GENERATION, ON_RELOAD, make_app, reload
 from gateway.config.loader import load
 from gateway.config.reload import ConfigFiles, pin_restart_keys
+from gateway.proxy.lifecycle import ServeLoop
 from gateway.review.admin import Tokens
 from tests.conftest import AiohttpServer, GatewayTestServer
 from tests.fakes import FakeUpstream
@@ -283,3 +284,31 @@ async def test_reload_runs_while_requests_are_served(tools_served: Served) -> No
         choice = completion.choices[0]
         removed = "was removed and not run" in (choice.message.content or "")
         assert bool(choice.message.tool_calls) != removed
+
+
+async def test_a_saved_file_is_noticed_and_reloaded(tools_served: Served) -> None:
+    served = tools_served
+    reloaded = asyncio.Event()
+    served.app[ON_RELOAD].append(lambda config: reloaded.set())
+    serving = ServeLoop(served.app, served.config_dir, interval=0.01)
+    watching = asyncio.ensure_future(serving.watch())
+    try:
+        served.write("teams/default.yaml", DENY_SHELL)
+        async with asyncio.timeout(10):
+            await reloaded.wait()
+    finally:
+        watching.cancel()
+    assert served.app[GENERATION].config.teams["default"].tools.deny == ["shell"]
+
+
+async def test_a_failing_reload_is_logged_and_serving_goes_on(
+    tools_served: Served, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(app: web.Application, config_dir: Path) -> bool:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr("gateway.app.reload", broken)
+    serving = ServeLoop(tools_served.app, tools_served.config_dir)
+    assert not serving.reload("SIGHUP")
+    assert any("config reload failed" in r.getMessage() for r in caplog.records)
+    assert (await _chat(tools_served)).choices[0].message.tool_calls
