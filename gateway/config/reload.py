@@ -8,9 +8,9 @@ and key path and the running config keeps serving.
 
 Some settings belong to what the process opened once at start: its
 listeners, the audit log, the review stores, the upstream connection pool,
-the CA and the logging setup. A reload keeps those at their running values
-(``pin_restart_keys``) and logs each changed one as needing a restart; the
-rest of the new config is applied.
+the CA, the logging setup and the Reef endpoint. A reload keeps those at
+their running values (``pin_restart_keys``) and logs each changed one as
+needing a restart; the rest of the new config is applied.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ RESTART_KEYS: tuple[str, ...] = (
     "forward_proxy.leaf_validity_hours",
     "forward_proxy.leaf_cache_size",
     "logging",
+    "peer.reef",
 )
 
 _RESTART = "needs a restart to take effect; the running value is kept until then"
