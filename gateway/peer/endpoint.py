@@ -70,6 +70,8 @@ from gateway.peer.replay import Binding, ReplayStore
 from gateway.peer.replay_sqlite import SQLiteReplayStore
 from gateway.peer.requests import DeviceRequestSigner
 from gateway.peer.state import Pins, audit_key, load_identity, load_pins
+from gateway.proxy.exchange import Exchange, Phase
+from gateway.proxy.middleware import EXCHANGE, LEDGER
 from gateway.review.gate import Gate, ReviewCapacity
 from gateway.review.model import Finding as ReviewFinding
 from gateway.review.model import Review, approval_digest, pending
@@ -147,6 +149,7 @@ class ReefEndpoint:
         gate: Callable[[], Gate],
         teams: Callable[[], TeamResolver],
         note: Callable[[str, dict[str, object]], str | None],
+        inspect_timeout: float = 15.0,
     ) -> None:
         if settings.relay_url is None:
             raise ValueError("peer.reef.relay_url is not set")
@@ -160,6 +163,9 @@ class ReefEndpoint:
         self._gate = gate
         self._teams = teams
         self._note = note
+        self.inspect_timeout = inspect_timeout
+        # Held envelopes are audited once, not at every pull that finds them still held.
+        self._held: dict[tuple[str, str], str] = {}
         self._signer = DeviceRequestSigner(identity.peer.handle, identity.signing_key)
         state: Path = settings.state_dir
         self._audit_key = audit_key(state)
@@ -252,27 +258,35 @@ class ReefEndpoint:
         policy = guard.policy(team)
         trust = Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
         segment = Segment("text", "peer", text, trust)
+        deadline = time.monotonic() + self.inspect_timeout
         try:
-            inspection = await guard.inspect([segment])
-            if inspection.floor.action == "deny":
-                return _Outcome(inspection.floor, None)
-            digest_ = approval_digest(
-                source=source,
-                destination=destination,
-                direction=direction,
-                body=body,
-                policy_version=policy.policy_version,
-                proposal_id=message_id,
-            )
-            review = await gate.decided(team, digest_) if gate.may_know(team) else None
-            if review is not None and review.status != "approved":
-                return _Outcome(_gated(review), review)
-            if direction == "inbound" and review is None:
-                verdict = await guard.check_text(text, "inbound", policy, source, destination)
-            else:
-                verdict = await guard.judge(
-                    inspection, policy, source, destination, approved=review is not None
+            async with asyncio.timeout(self.inspect_timeout):
+                inspection = await guard.inspect([segment], deadline)
+                if inspection.floor.action == "deny":
+                    return _Outcome(inspection.floor, None)
+                digest_ = approval_digest(
+                    source=source,
+                    destination=destination,
+                    direction=direction,
+                    body=body,
+                    policy_version=policy.policy_version,
+                    proposal_id=message_id,
                 )
+                review = await gate.decided(team, digest_) if gate.may_know(team) else None
+                if review is not None and review.status != "approved":
+                    return _Outcome(_gated(review), review)
+                if direction == "inbound" and review is None:
+                    verdict = await guard.check_text(
+                        text, "inbound", policy, source, destination, deadline
+                    )
+                else:
+                    verdict = await guard.judge(
+                        inspection, policy, source, destination, approved=review is not None
+                    )
+        except TimeoutError:
+            return _Outcome(
+                Decision("deny", GUARD_FAILURE, "the guard could not finish in time"), None
+            )
         except Exception as exc:
             log_failure(log, "Reef guard path", exc)
             return _Outcome(Decision("deny", GUARD_FAILURE, "the guard could not check this"), None)
@@ -310,7 +324,9 @@ class ReefEndpoint:
 
     # -- send --
 
-    async def handle_send(self, request: web.Request, team: TeamMatch) -> web.Response:
+    async def handle_send(
+        self, request: web.Request, team: TeamMatch, exchange: Exchange | None = None
+    ) -> web.Response:
         try:
             data = json.loads(await request.read())
         except (ValueError, UnicodeDecodeError):
@@ -345,6 +361,9 @@ class ReefEndpoint:
                     "findings": list(checked.findings),
                 },
             )
+            if exchange is not None:
+                exchange.verdict = Decision("deny", category, f"refused: {kinds}")
+                exchange.advance(Phase.CHECKED)
             return _error(413 if category == TOO_LARGE else 403, category, f"refused: {kinds}")
         body = {k: data[k] for k in ("text", "replyTo", "thread") if k in data}
         try:
@@ -366,6 +385,11 @@ class ReefEndpoint:
             team.name, text, "outbound", self.address, recipient, body, message_id
         )
         decision = outcome.decision
+        if exchange is not None:
+            exchange.verdict = decision
+            exchange.policy_version = self._guard().policy(team.name).policy_version
+            exchange.review_id = outcome.review.id if outcome.review is not None else None
+            exchange.advance(Phase.CHECKED)
         record: dict[str, object] = {
             "id": message_id,
             "from": self.address,
@@ -407,11 +431,16 @@ class ReefEndpoint:
                 self.mailbox.seal_outgoing, message_id, recipient, body_hash, envelope
             )
         record["envelopeHash"] = envelope_hash(envelope)
+        if exchange is not None:
+            exchange.advance(Phase.FORWARDED)
         try:
             status, _ = await self._relay_call("POST", self._mail_path(recipient), envelope)
         except RelayError as exc:
             log.warning("reef: send to %s failed: %s", recipient, exc)
             status = 0
+        if exchange is not None:
+            exchange.upstream_status = status or None
+            exchange.outcome = "sent" if 200 <= status < 300 else "relay_failed"
         if not 200 <= status < 300:
             record["relay_status"] = status
             record["outcome"] = "relay_failed"
@@ -611,7 +640,10 @@ class ReefEndpoint:
                     category=decision.category,
                     reason=decision.reason,
                 )
-                self._audit("reef.inbound", record)
+                held = (replay_key, opened.id)
+                if self._held.get(held) != decision.category:
+                    self._held[held] = decision.category
+                    self._audit("reef.inbound", record)
                 self.replay.release(replay_key, opened.id, opened.envelope_hash)
                 return False
             if decision.action == "allow":
@@ -621,6 +653,7 @@ class ReefEndpoint:
                 category = "review_denied" if decision.category == "review_denied" else "guard_deny"
                 record["reason"] = decision.reason
                 record["findings"] = decision.kinds
+        self._held.pop((replay_key, opened.id), None)
         record["decision"] = status
         if category is not None:
             record["category"] = category
@@ -656,9 +689,24 @@ class ReefEndpoint:
         return match.name if match is not None else "default"
 
 
+_CATEGORY = web.ResponseKey("reef_category", str)
+
+
 def _error(status: int, category: str, message: str, **extra: str) -> web.Response:
     error: dict[str, str] = {"category": category, "message": message, **extra}
-    return web.json_response({"error": error}, status=status)
+    response = web.json_response({"error": error}, status=status)
+    response[_CATEGORY] = category
+    return response
+
+
+def _answered(exchange: Exchange | None, response: web.Response) -> web.Response:
+    """What the request's audit entry (the audit middleware's) says about the answer."""
+    if exchange is not None:
+        exchange.status = response.status
+        category = response.get(_CATEGORY)
+        if exchange.verdict is None and category is not None:
+            exchange.error = category
+    return response
 
 
 # ---------------------------------------------------------------------------
@@ -674,29 +722,41 @@ def _resolve(request: web.Request) -> TeamMatch | None:
 
 
 async def _send(request: web.Request) -> web.Response:
+    exchange = request.get(EXCHANGE)
     endpoint = request.app.get(REEF)
     if endpoint is None:
-        return _error(404, "reef_disabled", "the Reef endpoint is off (peer.reef.relay_url)")
+        return _answered(exchange, _disabled())
     team = _resolve(request)
     if team is None:
-        return _error(401, "no_team", "no team matches this request")
+        return _answered(exchange, _error(401, "no_team", "no team matches this request"))
+    if exchange is not None:
+        exchange.team = team
+        exchange.advance(Phase.ROUTED)
     if request.content_length is not None and request.content_length > _MAX_REQUEST_BYTES:
-        return _error(413, TOO_LARGE, "the request is too large")
-    return await endpoint.handle_send(request, team)
+        return _answered(exchange, _error(413, TOO_LARGE, "the request is too large"))
+    return _answered(exchange, await endpoint.handle_send(request, team, exchange))
 
 
 async def _inbox(request: web.Request) -> web.Response:
+    exchange = request.get(EXCHANGE)
     endpoint = request.app.get(REEF)
     if endpoint is None:
-        return _error(404, "reef_disabled", "the Reef endpoint is off (peer.reef.relay_url)")
-    if _resolve(request) is None:
-        return _error(401, "no_team", "no team matches this request")
-    return await endpoint.handle_inbox(request)
+        return _answered(exchange, _disabled())
+    team = _resolve(request)
+    if team is None:
+        return _answered(exchange, _error(401, "no_team", "no team matches this request"))
+    if exchange is not None:
+        exchange.team = team
+        exchange.advance(Phase.ROUTED)
+    return _answered(exchange, await endpoint.handle_inbox(request))
+
+
+def _disabled() -> web.Response:
+    return _error(404, "reef_disabled", "the Reef endpoint is off (peer.reef.relay_url)")
 
 
 async def _lifetime(app: web.Application) -> AsyncIterator[None]:
     from gateway.app import CONFIG, GATE, GUARD, SESSION, WORKER
-    from gateway.proxy.middleware import LEDGER
 
     config = app[CONFIG]
     settings = config.gateway.peer.reef
@@ -723,6 +783,7 @@ async def _lifetime(app: web.Application) -> AsyncIterator[None]:
         identity,
         pins,
         session=app[SESSION],
+        inspect_timeout=config.gateway.limits.inspect_timeout_ms / 1000,
         guard=lambda: app[GUARD],
         gate=lambda: app[GATE],
         teams=lambda: TeamResolver(app[CONFIG]),

@@ -37,7 +37,7 @@ log = logging.getLogger("reefgate.access")
 
 EXCHANGE = web.RequestKey("exchange", Exchange)
 # Routes whose requests are exchanges; the gateway's own endpoints are not.
-EXCHANGE_ROUTES = frozenset({"proxy", "a2a", "a2a_in"})
+EXCHANGE_ROUTES = frozenset({"proxy", "a2a", "a2a_in", "reef_send", "reef_inbox"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -90,6 +90,7 @@ async def _claws(
     relay: tuple[FakeRelay, str],
     tmp_path: Path,
     poll: tuple[float, float] = (0.02, 0.1),
+    bob_config: dict[str, Any] | None = None,
     **alice_config: Any,
 ) -> tuple[Claw, Claw]:
     fake, url = relay
@@ -104,7 +105,7 @@ async def _claws(
         reef = Reef(
             relay_url=url, state_dir=state, handle=name, poll_min_s=poll[0], poll_max_s=poll[1]
         )
-        extra = alice_config if name == "alice" else {}
+        extra = alice_config if name == "alice" else (bob_config or {})
         stack = await make_stack(
             name=name,
             peer=PeerProtocols(reef=reef),
@@ -176,6 +177,14 @@ async def test_secret_outbound_is_refused_and_never_sent(
     assert answer["error"]["category"] == "deterministic_deny"
     assert fake.posted == []
     assert AWS_KEY not in alice.stack.audit_path.read_text()
+    # One request entry per local API call, as for LLM requests.
+    (request,) = alice.audit("request")
+    assert request["path"] == "/v1/send" and request["team"] == "default"
+    assert (request["decision"], request["category"], request["status"]) == (
+        "deny",
+        "deterministic_deny",
+        403,
+    )
     status, answer = await alice.send(to="bob#1", text="x" * 40_000)
     assert status == 413 and answer["error"]["category"] == "too_large"
 
@@ -307,6 +316,10 @@ async def test_inbound_review_holds_then_approval_accepts(
     )
     review_id = held[0]["review_id"]
     assert fake.receipts("bob") == [] and len(fake.mail["bob"]) == 1
+    for _ in range(5):  # pulled again and again while pending: audited once
+        bob.endpoint.wake()
+        await asyncio.sleep(0.03)
+    assert len([e for e in bob.audit("reef.inbound") if e.get("decision") == "held"]) == 1
     await bob.stack.gateway.app[GATE].reviews.decide(review_id, approve=True, reviewer="owner")
     bob.endpoint.wake()
     receipt = (await _until(lambda: fake.receipts("bob")))[0]
@@ -363,6 +376,9 @@ async def test_outbound_review_then_identical_resend_is_sent(
     status, sent = await alice.send(to="bob#1", text=text)
     assert status == 200 and sent["status"] == "sent"
     assert len(fake.posted) == 1
+    request = alice.audit("request")[-1]
+    assert request["review_id"] == review_id and request["outcome"] == "sent"
+    assert request["decision"] == "allow"
     # Sent already: the same message again is not sent twice.
     status, _ = await alice.send(to="bob#1", text=text)
     assert status == 200 and len(fake.posted) == 1
@@ -467,3 +483,33 @@ async def test_crash_between_store_and_replay_commit_delivers_once(
     assert receipt["status"] == "accepted" and failures == 1
     assert [m["text"] for m in (await bob.inbox())["messages"]] == ["exactly once"]
     assert fake.mail["bob"] == []
+
+
+async def test_inbound_guard_failure_gives_no_receipt_until_the_guard_is_back(
+    make_stack: StackFactory, relay: tuple[FakeRelay, str], tmp_path: Path, aiohttp_server: Any
+) -> None:
+    fake, _ = relay
+    broken = FakeClassifier(failure="http_500")
+    classifier_server = await aiohttp_server(broken.app())
+    classifier = Classifier(
+        provider="openai",
+        base_url=str(classifier_server.make_url("")).rstrip("/"),
+        pinned_model=PINNED,
+        api_key_env="GUARD_KEY",
+    )
+    alice, bob = await _claws(
+        make_stack,
+        relay,
+        tmp_path,
+        bob_config={"guard": Guard(classifier=classifier), "env": {"GUARD_KEY": "k"}},
+    )
+    await alice.send(to="bob#1", text="hello bob")
+    failed = await _until(
+        lambda: [e for e in bob.audit("reef.inbound") if e.get("category") == "guard_failure"]
+    )
+    assert failed[0]["decision"] == "deny"
+    assert fake.receipts("bob") == [] and len(fake.mail["bob"]) == 1
+    broken.failure = None
+    bob.endpoint.wake()
+    receipt = (await _until(lambda: fake.receipts("bob")))[0]
+    assert receipt["status"] == "accepted"
