@@ -867,6 +867,37 @@ def cmd_reef_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reef_show(args: argparse.Namespace) -> int:
+    from gateway.peer.state import StateError, load_identity, load_pins
+
+    state_dir: Path
+    configured: dict[str, dict[str, str]] = {}
+    if args.state_dir is not None:
+        state_dir = args.state_dir
+    else:
+        config = _config_for(args)
+        if config is None:
+            return 2
+        reef = config.gateway.peer.reef
+        state_dir = reef.state_dir
+        configured = {k: v.model_dump() for k, v in reef.peers.items()}
+    try:
+        public = load_identity(state_dir).public
+        pins = load_pins(state_dir, configured)
+    except StateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    keys = public.to_dict()
+    print(f"identity: {keys['peer']}")
+    print(f"ed25519: {keys['ed25519']}")
+    print(f"x25519: {keys['x25519']}")
+    print(f"fingerprint: {public.fingerprint}")
+    print(f"pinned peers: {len(pins)}")
+    for pinned in pins.all():
+        print(f"  {pinned.peer}  {pinned.fingerprint}")
+    return 0
+
+
 def cmd_reef_peer_add(args: argparse.Namespace) -> int:
     from gateway.peer.errors import InvalidInput
     from gateway.peer.state import StateError, add_peer
@@ -989,6 +1020,10 @@ def build_parser() -> argparse.ArgumentParser:
     reef_init.add_argument("--handle", required=True)
     reef_init.add_argument("--epoch", type=_positive, default=1)
     reef_init.set_defaults(func=cmd_reef_init)
+    reef_show = reef_sub.add_parser(
+        "show", parents=[reef_common], help="print this claw's public identity and pinned peers"
+    )
+    reef_show.set_defaults(func=cmd_reef_show)
     reef_peer = reef_sub.add_parser("peer", help="pinned peers")
     reef_peer_sub = reef_peer.add_subparsers(dest="reef_peer_command", required=True)
     peer_add = reef_peer_sub.add_parser(

@@ -69,7 +69,7 @@ from gateway.peer.receipts import sign_receipt
 from gateway.peer.replay import Binding, ReplayStore
 from gateway.peer.replay_sqlite import SQLiteReplayStore
 from gateway.peer.requests import DeviceRequestSigner
-from gateway.peer.state import Pins, audit_key, load_identity, load_pins
+from gateway.peer.state import PEERS, Pins, StateError, audit_key, load_identity, load_pins
 from gateway.proxy.exchange import Exchange, Phase
 from gateway.proxy.middleware import EXCHANGE, LEDGER
 from gateway.review.gate import Gate, ReviewCapacity
@@ -137,6 +137,14 @@ class RelayError(Exception):
     pass
 
 
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
 class ReefEndpoint:
     def __init__(
         self,
@@ -156,7 +164,10 @@ class ReefEndpoint:
         self.settings = settings
         self.identity = identity
         self.address = str(identity.peer)
-        self.pins = pins
+        self._pins = pins
+        # `reefgate reef peer add` while serving: peers.json is read again when it changes.
+        self._peers_file = settings.state_dir / PEERS
+        self._peers_stamp = _stamp(self._peers_file)
         self._relay = settings.relay_url.rstrip("/")
         self._session = session
         self._guard = guard
@@ -178,6 +189,22 @@ class ReefEndpoint:
         self._wake = asyncio.Event()
         # Whether the relay's WebSocket is connected (pushes wake the pull loop).
         self.pushed = False
+
+    @property
+    def pins(self) -> Pins:
+        stamp = _stamp(self._peers_file)
+        if stamp != self._peers_stamp:
+            self._peers_stamp = stamp
+            try:
+                self._pins = load_pins(self.settings.state_dir, self._configured_peers())
+            except StateError as exc:
+                log.error("reef: %s; keeping the peers pinned before", exc)
+            else:
+                log.info("reef: pinned peers reloaded from %s", self._peers_file)
+        return self._pins
+
+    def _configured_peers(self) -> dict[str, dict[str, str]]:
+        return {k: v.model_dump() for k, v in self.settings.peers.items()}
 
     # -- lifecycle --
 

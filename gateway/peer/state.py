@@ -162,6 +162,12 @@ class PinnedPeer:
     ed25519: Ed25519PublicKey
     x25519: X25519PublicKey
 
+    @property
+    def fingerprint(self) -> str:
+        return PublicIdentity(
+            self.peer, self.ed25519.public_bytes_raw(), self.x25519.public_bytes_raw()
+        ).fingerprint
+
 
 class Pins:
     """Pinned peers by ``handle#epoch`` (handle case-insensitive, epoch exact)."""
@@ -180,6 +186,9 @@ class Pins:
 
     def __len__(self) -> int:
         return len(self._pins)
+
+    def all(self) -> list[PinnedPeer]:
+        return sorted(self._pins.values(), key=lambda p: str(p.peer).lower())
 
     def get(self, address: str) -> PinnedPeer | None:
         try:

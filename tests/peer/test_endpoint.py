@@ -513,3 +513,19 @@ async def test_inbound_guard_failure_gives_no_receipt_until_the_guard_is_back(
     bob.endpoint.wake()
     receipt = (await _until(lambda: fake.receipts("bob")))[0]
     assert receipt["status"] == "accepted"
+
+
+async def test_a_peer_pinned_while_serving_can_be_sent_to(
+    make_stack: StackFactory, relay: tuple[FakeRelay, str], tmp_path: Path
+) -> None:
+    fake, _ = relay
+    alice, _bob = await _claws(make_stack, relay, tmp_path)
+    carol = generate_identity("carol")
+    fake.register(carol.public)
+    status, _ = await alice.send(to="carol#1", text="hi carol")
+    assert status == 403
+    keys = carol.public.to_dict()
+    add_peer(alice.state, "carol#1", keys["ed25519"], keys["x25519"])
+    status, sent = await alice.send(to="carol#1", text="hi carol")
+    assert status == 200 and fake.posted[-1][1] == "carol#1"
+    assert sent["id"] == fake.posted[-1][2]["id"]

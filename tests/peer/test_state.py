@@ -40,6 +40,10 @@ def test_cli_init_and_peer_add(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert pins.get("BOB#1") is not None
     assert pins.get("bob#2") is None and pins.get("carol#1") is None
     assert main([*argv, "--x25519", "not-a-key", "--state-dir", str(state)]) == 2
+    capsys.readouterr()
+    assert main(["reef", "show", "--state-dir", str(state)]) == 0
+    out = capsys.readouterr().out
+    assert "identity: alice#1" in out and "pinned peers: 1" in out and "bob#1" in out
 
 
 def test_yaml_pins_join_the_peers_file(tmp_path: Path) -> None:
