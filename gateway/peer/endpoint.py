@@ -685,10 +685,18 @@ class ReefEndpoint:
         if category is not None:
             record["category"] = category
         head = self._audit("reef.inbound", record)
+        if head is None:
+            # Nothing is accepted or refused off the record: the receipt would
+            # anchor an audit entry that does not exist. The relay redelivers.
+            log.error(
+                "reef: the audit log cannot be written; envelope %s left for later", opened.id
+            )
+            self.replay.release(replay_key, opened.id, opened.envelope_hash)
+            return False
         receipt_body: dict[str, object] = {
             "id": opened.id,
             "bodyHash": opened.body_hash,
-            "auditHead": head or "0" * 64,
+            "auditHead": head,
             "status": status,
         }
         if category is not None:
@@ -795,12 +803,17 @@ async def _lifetime(app: web.Application) -> AsyncIterator[None]:
         raise ValueError(
             f"peer.reef.handle {settings.handle!r} is not the identity's ({identity.peer})"
         )
+    if settings.team is not None and settings.team not in config.teams:
+        raise ValueError(f"peer.reef.team: no team named {settings.team!r}")
     pins = load_pins(settings.state_dir, {k: v.model_dump() for k, v in settings.peers.items()})
     ledger = app[LEDGER]
 
     def note(kind: str, payload: dict[str, object]) -> str | None:
+        """Append an entry; its entryHash, or None when the audit log cannot be written."""
         from gateway.app import AUDIT
 
+        if not ledger.writable():
+            return None
         ledger.note(kind, payload)
         audit = app[AUDIT]
         return audit.head if audit.failed is None and audit.head else None

@@ -529,3 +529,23 @@ async def test_a_peer_pinned_while_serving_can_be_sent_to(
     status, sent = await alice.send(to="carol#1", text="hi carol")
     assert status == 200 and fake.posted[-1][1] == "carol#1"
     assert sent["id"] == fake.posted[-1][2]["id"]
+
+
+async def test_nothing_is_accepted_while_the_audit_log_cannot_be_written(
+    make_stack: StackFactory, relay: tuple[FakeRelay, str], tmp_path: Path
+) -> None:
+    fake, _ = relay
+    alice, bob = await _claws(make_stack, relay, tmp_path)
+    endpoint = bob.endpoint
+    real_note = endpoint._note
+    endpoint._note = lambda kind, payload: None
+    await alice.send(to="bob#1", text="on the record only")
+    for _ in range(10):
+        endpoint.wake()
+        await asyncio.sleep(0.03)
+    assert fake.receipts("bob") == [] and len(fake.mail["bob"]) == 1
+    assert (await bob.inbox())["messages"] == []
+    endpoint._note = real_note
+    endpoint.wake()
+    receipt = (await _until(lambda: fake.receipts("bob")))[0]
+    assert receipt["status"] == "accepted"
