@@ -843,3 +843,12 @@ def test_an_agent_with_the_compose_environment_reaches_its_upstream_only_through
     assert headers["authorization"] == f"Bearer {custody}"
     assert "403" in second["egress"], second
     assert serve.returncode == 0, stderr
+
+
+def test_the_kill_waits_for_the_gateways_drain(tmp_path: Path) -> None:
+    drain = _kubernetes_config(tmp_path).gateway.limits.drain_timeout_s
+    assert _pod().spec["terminationGracePeriodSeconds"] > drain
+    grace = _compose()["services"]["reefgate"]["stop_grace_period"]
+    assert (
+        grace.endswith("s") and float(grace[:-1]) > _compose_config().gateway.limits.drain_timeout_s
+    )
