@@ -56,6 +56,7 @@ from gateway.canonical import canonical_bytes, digest
 from gateway.config.models import Reef
 from gateway.config.teams import TeamMatch, TeamResolver
 from gateway.guard.decision import Decision
+from gateway.guard.floor import shown
 from gateway.guard.pipeline import Guard
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
@@ -628,7 +629,8 @@ class ReefEndpoint:
             "reef.inbound",
             {
                 "seq": seq,
-                "from": sender[:80],
+                # Not authenticated: anything the envelope said, so checked before it is kept.
+                "from": shown(sender[:80]),
                 "decision": "refused",
                 "category": exc.code,
                 "reason": exc.message,

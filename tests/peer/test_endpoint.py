@@ -549,3 +549,28 @@ async def test_nothing_is_accepted_while_the_audit_log_cannot_be_written(
     endpoint.wake()
     receipt = (await _until(lambda: fake.receipts("bob")))[0]
     assert receipt["status"] == "accepted"
+
+
+async def test_an_unopenable_envelope_naming_a_secret_as_sender_is_audited_redacted(
+    make_stack: StackFactory, relay: tuple[FakeRelay, str], tmp_path: Path
+) -> None:
+    fake, _ = relay
+    _alice, bob = await _claws(make_stack, relay, tmp_path)
+    envelope = {
+        "v": 1,
+        "id": "01J00000000000000000000003",
+        "from": AWS_KEY,
+        "to": "bob#1",
+        "ts": _now(),
+        "epk": "A" * 43 + "=",
+        "n": "A" * 16,
+        "ct": "AAAA",
+        "sig": "A" * 86 + "==",
+    }
+    fake.deliver("bob", envelope)
+    bob.endpoint.wake()
+    await _until(lambda: fake.acks)
+    assert fake.receipts("bob") == []
+    assert AWS_KEY not in bob.stack.audit_path.read_text()
+    (refused,) = bob.audit("reef.inbound")
+    assert refused["decision"] == "refused" and refused["category"] == "not_pinned"
