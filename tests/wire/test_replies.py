@@ -463,3 +463,14 @@ def test_anthropic_call_stated_in_message_start_is_judged() -> None:
     assert [c.call_id for c in seen] == ["toolu_z"]
     start = _events(out)[0][1]
     assert start["message"]["content"] == [{"type": "text", "text": DENIED}]
+
+
+def test_a_call_spelled_with_escapes_is_still_judged() -> None:
+    # Text events pass unread when they cannot name a call; a JSON escape can
+    # spell any key, so an event with one is always read.
+    stream = replies.chat_events("ok", [Call.shell("rm -rf /")])
+    escaped = [e.replace(b'"tool_calls"', b'"tool\\u005fcalls"') for e in stream]
+    assert any(b"tool\\u005fcalls" in e for e in escaped)
+    seen, out = _edit(escaped)
+    assert [c.name for c in seen] == ["shell"]
+    assert b"rm -rf" not in out

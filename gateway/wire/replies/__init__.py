@@ -52,6 +52,16 @@ def body_editor(body: object, rewrite: Rewrite | None = None) -> BodyEditor | No
     return None
 
 
+# Words every call-bearing event holds (tool_calls, function_call, the Responses
+# *_call items, tool_use). A JSON escape could spell them otherwise, so an
+# event with any \u escape is always parsed.
+_CALL_WORDS = (b"_call", b"function", b"tool_use", b"\\u")
+
+
+def _names_no_call(raw: bytes) -> bool:
+    return not any(word in raw for word in _CALL_WORDS)
+
+
 def _kind(payload: dict[str, Any]) -> str | None:
     if payload.get("object") == "chat.completion.chunk":
         return "chat"
@@ -92,7 +102,11 @@ class AnswerStream:
                 editor = self._editor = ResponsesStream(self._filter)
             elif kind == "messages":
                 editor = self._editor = MessagesStream(self._filter)
-        if editor is None:
+        if editor is None or (event.dispatch and editor.quiet() and _names_no_call(event.raw)):
+            # Most events are text: with nothing held, one that cannot name a
+            # call passes without being parsed.
+            if editor is not None:
+                editor.skipped(event)
             self._current = None
             self._raw = event.raw
             return []

@@ -14,6 +14,7 @@ indexes a list by ``index``, builds exactly them. The legacy
 from __future__ import annotations
 
 import copy
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,8 @@ from gateway.wire.replies.base import (
 )
 from gateway.wire.sse import SSEEvent
 
+# A content delta with text in it, in an event passed unread.
+_SAYS = re.compile(rb'"content"\s*:\s*"[^"]')
 # What a call's type names the object holding its name and arguments.
 _ARGUMENT_KEYS = {"function": "arguments", "custom": "input"}
 _CALL_FINISH = frozenset({"tool_calls", "function_call"})
@@ -105,6 +108,7 @@ class ChatStream:
     def __init__(self, text_filter: FilterFactory | None = None) -> None:
         self._filter = text_filter
         self._choices: dict[int, _Choice] = {}
+        self._spoke = False
         # What `release` renders: the event and its rewritten chunk, or None
         # to send the raw bytes; and the calls that the event completed.
         self._event: SSEEvent | None = None
@@ -117,7 +121,7 @@ class ChatStream:
         choice = self._choices.get(index)
         if choice is None:
             choice = self._choices[index] = _Choice(
-                text=self._filter() if self._filter is not None else None
+                text=self._filter() if self._filter is not None else None, said=self._spoke
             )
         return choice
 
@@ -196,6 +200,18 @@ class ChatStream:
     def pending(self) -> bool:
         """Whether a call is still incomplete: a stream ending now would leave it half-sent."""
         return any(choice.calls for choice in self._choices.values())
+
+    def quiet(self) -> bool:
+        """Whether an event that names no call may pass unread: nothing held, no text filter."""
+        return self._filter is None and not self.pending()
+
+    def skipped(self, event: SSEEvent) -> None:
+        if _SAYS.search(event.raw):
+            # Content went out (for which choice is not read): a later
+            # replacement text starts on its own line.
+            self._spoke = True
+            for choice in self._choices.values():
+                choice.said = True
 
     def _calls(self) -> list[ToolCall]:
         return [p.call() for _, _, held in self._completing for p in held]

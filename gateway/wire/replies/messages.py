@@ -68,6 +68,13 @@ class MessagesStream:
     def pending(self) -> bool:
         return bool(self._held)
 
+    def quiet(self) -> bool:
+        """Whether an event that names no call may pass unread: nothing held or judged yet."""
+        return self._filter is None and not self._held and not self._settled
+
+    def skipped(self, event: SSEEvent) -> None:
+        pass
+
     def feed(self, event: SSEEvent) -> list[ToolCall]:
         self._event = event
         self._completing = []

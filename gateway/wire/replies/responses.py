@@ -118,9 +118,21 @@ class ResponsesStream:
         self._completing: list[tuple[int | None, dict[str, Any]]] = []
         # Whether the current event's payload was changed, so its raw bytes no longer do.
         self._modified = False
+        # Whether an event left with a number other than its own (a replacement
+        # changed how many there are): from then on every event is renumbered.
+        self._shifted = False
 
     def pending(self) -> bool:
         return bool(self._held)
+
+    def quiet(self) -> bool:
+        """Whether an event that names no call may pass unread: nothing held, no
+        text filter, and every event so far left with its own sequence number."""
+        return self._filter is None and not self._held and not self._shifted
+
+    def skipped(self, event: SSEEvent) -> None:
+        # It keeps its own number, which is the next one while nothing has shifted.
+        self._seq += 1
 
     def feed(self, event: SSEEvent) -> list[ToolCall]:
         self._event = event
@@ -310,6 +322,8 @@ class ResponsesStream:
         self._seq += 1
         if event is not None and not modified and payload.get("sequence_number", seq) == seq:
             return event.raw
+        if event is None or payload.get("sequence_number", seq) != seq:
+            self._shifted = True
         if "sequence_number" in payload or event is None:
             payload["sequence_number"] = seq
         if event is None:
