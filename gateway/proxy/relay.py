@@ -29,7 +29,7 @@ from gateway.wire.calls import ToolCall
 from gateway.wire.errors import stream_error_event
 from gateway.wire.replies import AnswerStream, Ruling, body_editor
 from gateway.wire.replies.base import FilterFactory, Rewrite
-from gateway.wire.sse import SSEDecoder
+from gateway.wire.sse import SSEDecoder, SSEFramer
 
 log = logging.getLogger("reefgate.access")
 
@@ -73,6 +73,9 @@ async def relay_stream(
             code="upstream_error",
         )
     response = started or web.StreamResponse(status=upstream.status, headers=headers)
+    # The framer cuts whole events by a byte search; they are decoded one by
+    # one only when the editor must read them (see AnswerStream.passes).
+    framer = SSEFramer()
     decoder = SSEDecoder()
     editor = AnswerStream(text_filter)
     try:
@@ -81,8 +84,14 @@ async def relay_stream(
         exchange.advance(Phase.STREAMING)
         try:
             async for chunk in upstream.content.iter_any():
+                whole = framer.feed(chunk)
+                if not whole:
+                    continue
+                if editor.passes(whole):
+                    await response.write(whole)
+                    continue
                 out: list[bytes] = []
-                for event in decoder.feed(chunk):
+                for event in decoder.feed(whole):
                     calls = editor.feed(event)
                     rulings = []
                     for call in calls:
@@ -109,7 +118,8 @@ async def relay_stream(
                 )
             )
         else:
-            tail = decoder.flush()
+            rest = framer.flush()
+            tail = decoder.feed(rest) + decoder.flush() if rest else decoder.flush()
             if editor.pending():
                 exchange.outcome = "upstream_failed_mid_stream"
                 await response.write(

@@ -8,6 +8,7 @@ shapes passes unchanged.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from gateway.wire.calls import ToolCall
@@ -55,11 +56,11 @@ def body_editor(body: object, rewrite: Rewrite | None = None) -> BodyEditor | No
 # Words every call-bearing event holds (tool_calls, function_call, the Responses
 # *_call items, tool_use). A JSON escape could spell them otherwise, so an
 # event with any \u escape is always parsed.
-_CALL_WORDS = (b"_call", b"function", b"tool_use", b"\\u")
+_CALL_WORDS = re.compile(rb"_call|function|tool_use|\\u")
 
 
 def _names_no_call(raw: bytes) -> bool:
-    return not any(word in raw for word in _CALL_WORDS)
+    return _CALL_WORDS.search(raw) is None
 
 
 def _kind(payload: dict[str, Any]) -> str | None:
@@ -87,6 +88,21 @@ class AnswerStream:
         self._current: StreamEditor | None = None
         self._raw = b""
 
+    def passes(self, events: bytes) -> bool:
+        """Whether these whole events may go out unread, all of them at once.
+
+        Only once the format is known, nothing is held, and none of them can
+        name a call. The Responses editor reads every event (it counts them
+        for their sequence numbers), so its events never pass here.
+        """
+        editor = self._editor
+        if editor is None or isinstance(editor, ResponsesStream):
+            return False
+        if not editor.quiet() or not _names_no_call(events):
+            return False
+        editor.skipped_bytes(events)
+        return True
+
     def pending(self) -> bool:
         """Whether a call is incomplete: ending the stream now must not release any of it."""
         return self._editor is not None and self._editor.pending()
@@ -106,7 +122,7 @@ class AnswerStream:
             # Most events are text: with nothing held, one that cannot name a
             # call passes without being parsed.
             if editor is not None:
-                editor.skipped(event)
+                editor.skipped_bytes(event.raw)
             self._current = None
             self._raw = event.raw
             return []

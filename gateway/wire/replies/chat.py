@@ -205,8 +205,8 @@ class ChatStream:
         """Whether an event that names no call may pass unread: nothing held, no text filter."""
         return self._filter is None and not self.pending()
 
-    def skipped(self, event: SSEEvent) -> None:
-        if _SAYS.search(event.raw):
+    def skipped_bytes(self, raw: bytes) -> None:
+        if _SAYS.search(raw):
             # Content went out (for which choice is not read): a later
             # replacement text starts on its own line.
             self._spoke = True

@@ -72,7 +72,7 @@ class MessagesStream:
         """Whether an event that names no call may pass unread: nothing held or judged yet."""
         return self._filter is None and not self._held and not self._settled
 
-    def skipped(self, event: SSEEvent) -> None:
+    def skipped_bytes(self, raw: bytes) -> None:
         pass
 
     def feed(self, event: SSEEvent) -> list[ToolCall]:

@@ -130,7 +130,7 @@ class ResponsesStream:
         text filter, and every event so far left with its own sequence number."""
         return self._filter is None and not self._held and not self._shifted
 
-    def skipped(self, event: SSEEvent) -> None:
+    def skipped_bytes(self, raw: bytes) -> None:
         # It keeps its own number, which is the next one while nothing has shifted.
         self._seq += 1
 
