@@ -474,3 +474,23 @@ def test_a_call_spelled_with_escapes_is_still_judged() -> None:
     seen, out = _edit(escaped)
     assert [c.name for c in seen] == ["shell"]
     assert b"rm -rf" not in out
+
+
+def test_whole_chunks_pass_unread_only_when_nothing_can_be_a_call() -> None:
+    stream = replies.chat_events("hello there", [Call.shell("rm -rf /")])
+    editor = AnswerStream()
+    # Before the format is known nothing passes unread.
+    assert not editor.passes(stream[0])
+    for event in SSEDecoder().feed(stream[0]):
+        editor.feed(event)
+        editor.release([])
+    assert editor.passes(b"".join(stream[1:3]))  # text deltas
+    assert not editor.passes(b"".join(stream[1:5]))  # the call starts in there
+    assert not editor.passes(b'data: {"choices":[{"delta":{"tool\\u005fcalls":[]}}]}\n\n')
+    # Responses events are always read, one by one, to count them.
+    responses = AnswerStream()
+    first = replies.responses_events("hi", [])
+    for event in SSEDecoder().feed(first[0]):
+        responses.feed(event)
+        responses.release([])
+    assert not responses.passes(first[1])
