@@ -66,6 +66,22 @@ class GatewayTestServer(TestServer):
         return GatewayRunner(self.app, **kwargs)
 
 
+# The SDKs wait up to 10 minutes for an answer by default: a test whose
+# gateway hangs fails after this instead of stalling the whole run.
+SDK_TIMEOUT_S = 60.0
+
+
+@pytest.fixture(autouse=True)
+def _sdk_timeouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import anthropic._base_client
+    import httpx2
+    import openai._base_client
+
+    timeout = httpx2.Timeout(SDK_TIMEOUT_S, connect=5.0)
+    monkeypatch.setattr(openai._base_client, "DEFAULT_TIMEOUT", timeout)
+    monkeypatch.setattr(anthropic._base_client, "DEFAULT_TIMEOUT", timeout)
+
+
 @pytest.fixture
 async def make_stack(aiohttp_server: AiohttpServer, tmp_path: Path) -> AsyncIterator[StackFactory]:
     servers: list[TestServer] = []
