@@ -36,7 +36,7 @@ from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
 from gateway.proxy.exchange import Exchange, Phase
 from gateway.proxy.middleware import EXCHANGE
-from gateway.proxy.upstream import HOP_BY_HOP
+from gateway.proxy.upstream import request_headers
 from gateway.wire import a2a
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.sse import SSEDecoder, encode_event
@@ -104,8 +104,16 @@ class A2AProxy:
             )
         exchange.team = team
         exchange.advance(Phase.ROUTED)
+        direction = "outbound" if leg.sent is Trust.TRUSTED else "inbound"
+        # The rest of the path goes to the peer too: the floor reads it.
+        path = Segment("path", "path", exchange.path, Trust.OPAQUE)
         if request.method == "GET":
             # The agent card and other discovery documents.
+            decision = await self._check([path], team, leg.peer, direction)
+            if decision.action != "allow":
+                exchange.verdict = decision
+                exchange.status = 403
+                return web.json_response(_refused(None, decision, "request"), status=403)
             return await self._pass(exchange, request, leg)
         body = await request.read()
         try:
@@ -115,8 +123,8 @@ class A2AProxy:
             exchange.error = "invalid_body"
             return web.json_response(a2a.error(None, a2a.PARSE_ERROR, str(exc)), status=400)
         rpc_id = rpc.get("id")
-        direction = "outbound" if leg.sent is Trust.TRUSTED else "inbound"
-        decision = await self._check(a2a.request_segments(rpc, leg.sent), team, leg.peer, direction)
+        segments = [path, *a2a.request_segments(rpc, leg.sent)]
+        decision = await self._check(segments, team, leg.peer, direction)
         exchange.verdict = decision
         exchange.policy_version = self._guard.policy(team.name).policy_version
         exchange.advance(Phase.CHECKED)
@@ -152,7 +160,8 @@ class A2AProxy:
         rpc_id: object,
         body: bytes,
     ) -> web.StreamResponse:
-        headers = _headers(request.headers, strip_credentials=team.by_key)
+        # A gateway-issued key is the gateway's, never the peer's.
+        headers = request_headers(request.headers, strip_credentials=team.by_key)
         exchange.advance(Phase.FORWARDED)
         try:
             async with self._session.post(
@@ -240,7 +249,7 @@ class A2AProxy:
             strip = exchange.team is not None and exchange.team.by_key
             async with self._session.get(
                 leg.url,
-                headers=_headers(request.headers, strip_credentials=strip),
+                headers=request_headers(request.headers, strip_credentials=strip),
                 timeout=leg.timeout,
             ) as upstream:
                 data = await upstream.content.read(_MAX_ANSWER_BYTES)
@@ -256,18 +265,6 @@ class A2AProxy:
                 a2a.error(None, a2a.UNAVAILABLE, f"peer unreachable ({type(exc).__name__})"),
                 status=502,
             )
-
-
-def _headers(headers: Any, *, strip_credentials: bool = False) -> dict[str, str]:
-    # A gateway-issued key is the gateway's, never the peer's.
-    drop = HOP_BY_HOP | {"host", "content-length"}
-    if strip_credentials:
-        drop |= {"authorization", "x-api-key"}
-    return {
-        k: v
-        for k, v in headers.items()
-        if k.lower() not in drop and not k.lower().startswith("x-reefgate-")
-    }
 
 
 def _refused(rpc_id: object, decision: Decision, what: str) -> dict[str, Any]:

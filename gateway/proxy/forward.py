@@ -38,7 +38,7 @@ from gateway.observe.metrics import Metrics
 from gateway.proxy.certs import Authority, ensure_ca
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.server import GatewayRunner, tunnel_protocol
-from gateway.proxy.upstream import HOP_BY_HOP
+from gateway.proxy.upstream import HOP_BY_HOP, response_headers
 
 log = logging.getLogger("reefgate.forward")
 
@@ -400,12 +400,7 @@ def make_plain_app(
                 allow_redirects=False,
             ) as upstream:
                 response = web.StreamResponse(
-                    status=upstream.status,
-                    headers={
-                        k: v
-                        for k, v in upstream.headers.items()
-                        if k.lower() not in HOP_BY_HOP and k.lower() != "content-length"
-                    },
+                    status=upstream.status, headers=response_headers(upstream.headers)
                 )
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():

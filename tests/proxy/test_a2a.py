@@ -195,3 +195,18 @@ async def test_the_agent_card_is_passed_through(
             assert r.status == 404 and (await r.json())["error"]["code"] == -32600
         async with session.post(f"{stack.url}/a2a/planner", data=b"not json") as r:
             assert (await r.json())["error"]["code"] == -32700
+
+
+async def test_a_secret_in_the_path_never_reaches_the_peer(
+    make_stack: StackFactory, aiohttp_server: Any
+) -> None:
+    peer = FakePeer()
+    stack = await _stack(make_stack, aiohttp_server, peer)
+    async with aiohttp.ClientSession() as session:
+        async with session.get(f"{stack.url}/a2a/planner/{GITHUB_PAT}") as r:
+            assert r.status == 403
+            assert (await r.json())["error"]["data"]["category"] == "secret"
+        async with session.post(f"{stack.url}/a2a/planner/{GITHUB_PAT}", json=_send("hi")) as r:
+            assert (await r.json())["error"]["data"]["category"] == "secret"
+    assert peer.received == []
+    assert GITHUB_PAT not in stack.audit_path.read_text()
