@@ -758,8 +758,10 @@ def _resolve(request: web.Request) -> TeamMatch | None:
     return TeamResolver(request.app[CONFIG]).resolve(request.headers, request.remote)
 
 
-async def _send(request: web.Request) -> web.Response:
-    exchange = request.get(EXCHANGE)
+def _routed(
+    request: web.Request, exchange: Exchange | None
+) -> tuple[ReefEndpoint, TeamMatch] | web.Response:
+    """The endpoint and the caller's team, or the answer that stops the request here."""
     endpoint = request.app.get(REEF)
     if endpoint is None:
         return _answered(exchange, _disabled())
@@ -769,6 +771,15 @@ async def _send(request: web.Request) -> web.Response:
     if exchange is not None:
         exchange.team = team
         exchange.advance(Phase.ROUTED)
+    return endpoint, team
+
+
+async def _send(request: web.Request) -> web.Response:
+    exchange = request.get(EXCHANGE)
+    routed = _routed(request, exchange)
+    if isinstance(routed, web.Response):
+        return routed
+    endpoint, team = routed
     if request.content_length is not None and request.content_length > _MAX_REQUEST_BYTES:
         return _answered(exchange, _error(413, TOO_LARGE, "the request is too large"))
     return _answered(exchange, await endpoint.handle_send(request, team, exchange))
@@ -776,15 +787,10 @@ async def _send(request: web.Request) -> web.Response:
 
 async def _inbox(request: web.Request) -> web.Response:
     exchange = request.get(EXCHANGE)
-    endpoint = request.app.get(REEF)
-    if endpoint is None:
-        return _answered(exchange, _disabled())
-    team = _resolve(request)
-    if team is None:
-        return _answered(exchange, _error(401, "no_team", "no team matches this request"))
-    if exchange is not None:
-        exchange.team = team
-        exchange.advance(Phase.ROUTED)
+    routed = _routed(request, exchange)
+    if isinstance(routed, web.Response):
+        return routed
+    endpoint, _ = routed
     return _answered(exchange, await endpoint.handle_inbox(request))
 
 
