@@ -51,9 +51,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from gateway.guard.detectors import injection as inj  # noqa: E402
+from gateway.guard.detectors.injection import model as inj_model  # noqa: E402
+from gateway.guard.detectors.injection import text as inj_text  # noqa: E402
 
 SEED = 20240611
-MODEL_PATH = ROOT / "gateway" / "guard" / "detectors" / "injection_model.json"
+MODEL_PATH = ROOT / "gateway" / "guard" / "detectors" / "injection" / "injection_model.json"
 
 # Vendor and model names are folded into one token so the model learns "talks
 # to an assistant by name" rather than "mentions ChatGPT", which benign text
@@ -122,7 +124,9 @@ def load(directory: Path) -> list[Row]:
             rec = json.loads(line)
             positive = is_injection and rec["label"] == "positive"
             group = source_group(rec["source"]) if is_injection else "secrets-corpora"
-            rows.append(Row(rec["text"], positive, path.name, group, inj._normalise(rec["text"])))
+            rows.append(
+                Row(rec["text"], positive, path.name, group, inj_text._normalise(rec["text"]))
+            )
     return rows
 
 
@@ -154,14 +158,14 @@ def load_background() -> list[Row]:
             size = rnd.randint(200, 4000)
             start = rnd.randrange(0, max(1, len(text) - size))
             chunk = text[start : start + size]
-            rows.append(Row(chunk, False, "stdlib", "python-stdlib", inj._normalise(chunk)))
+            rows.append(Row(chunk, False, "stdlib", "python-stdlib", inj_text._normalise(chunk)))
     rnd.shuffle(rows)
     return rows[:BACKGROUND_CHUNKS]
 
 
 def features(norm: str) -> set[str]:
     """Distinct words after aliasing: exactly what the runtime model reads."""
-    return {ALIASES.get(t, t) for t in inj._tokens(norm)}
+    return {ALIASES.get(t, t) for t in inj_text._tokens(norm)}
 
 
 def fit(rows: Sequence[Row]) -> tuple[float, dict[str, float]]:
@@ -193,12 +197,14 @@ def fit(rows: Sequence[Row]) -> tuple[float, dict[str, float]]:
     return float(clf.intercept_[0]), weights
 
 
-def as_model(bias: float, weights: dict[str, float], review: float, deny: float) -> inj._Model:
-    return inj._Model(bias, weights, ALIASES, review, deny)
+def as_model(
+    bias: float, weights: dict[str, float], review: float, deny: float
+) -> inj_model._Model:
+    return inj_model._Model(bias, weights, ALIASES, review, deny)
 
 
-def score(model: inj._Model, norm: str) -> float:
-    toks = inj._tokens(norm)
+def score(model: inj_model._Model, norm: str) -> float:
+    toks = inj_text._tokens(norm)
     return model.score(toks, set(toks))
 
 

@@ -14,7 +14,15 @@ from typing import cast
 import pytest
 
 from gateway.guard.detectors import injection
-from gateway.guard.detectors.injection import InjectionAssessment, assess
+from gateway.guard.detectors.injection import (
+    InjectionAssessment,
+    assess,
+    decoders,
+    gates,
+    phrases,
+    templates,
+)
+from gateway.guard.detectors.injection import text as norm
 
 
 def _flagged(text: str) -> InjectionAssessment:
@@ -537,15 +545,15 @@ def test_phrase_gates_never_hide_a_match() -> None:
     """Every alternative that matches a text is among those the gates let through."""
     rnd = random.Random(1234)
     checked = 0
-    for i, rule in enumerate(injection._PHRASE_RULES):
+    for i, rule in enumerate(phrases._PHRASE_RULES):
         for j, alt in enumerate(rule.alts):
             for sample in _samples(alt.pattern, rnd, 60):
-                low = injection._casefolded(sample)
+                low = norm._casefolded(sample)
                 s = " ".join(low.split())
                 if not alt.search(s):
                     continue
-                words = set(injection._tokens(low))
-                live = injection._PHRASE_WAYS.live(injection._PHRASE_WAYS.keys & words, words, low)
+                words = set(norm._tokens(low))
+                live = phrases._PHRASE_WAYS.live(phrases._PHRASE_WAYS.keys & words, words, low)
                 assert j in live.get(i, []), (rule.label, alt.pattern, sample)
                 checked += 1
     assert checked > 500
@@ -554,15 +562,15 @@ def test_phrase_gates_never_hide_a_match() -> None:
 def test_template_gates_never_hide_a_match() -> None:
     rnd = random.Random(4321)
     checked = 0
-    for i, rule in enumerate(injection._TEMPLATE_RULES):
-        for alt in injection._top_level(rule.pattern.pattern):
+    for i, rule in enumerate(templates._TEMPLATE_RULES):
+        for alt in gates._top_level(rule.pattern.pattern):
             for sample in _samples(alt, rnd, 60):
-                low = injection._casefolded(sample)
+                low = norm._casefolded(sample)
                 if not rule.pattern.search(low):
                     continue
-                words = set(injection._tokens(low))
-                live = injection._TEMPLATE_WAYS.live(
-                    injection._TEMPLATE_WAYS.keys & words, words, low
+                words = set(norm._tokens(low))
+                live = templates._TEMPLATE_WAYS.live(
+                    templates._TEMPLATE_WAYS.keys & words, words, low
                 )
                 assert i in live, (rule.label, alt, sample)
                 checked += 1
@@ -572,7 +580,7 @@ def test_template_gates_never_hide_a_match() -> None:
 def test_leet_spellings_match_translating_every_mixed_word() -> None:
     rnd = random.Random(99)
     letters = "abcdeilnorstuvwxyz013457"
-    triggers = sorted(injection._TRIGGERS)
+    triggers = sorted(phrases._TRIGGERS)
     words = ["".join(rnd.choice(letters) for _ in range(rnd.randint(1, 9))) for _ in range(3000)]
     for trigger in triggers:
         words.append(
@@ -585,9 +593,9 @@ def test_leet_spellings_match_translating_every_mixed_word() -> None:
         expected = (
             not word.isalpha()
             and not word.isdigit()
-            and word.translate(injection._LEET) in injection._TRIGGERS
+            and word.translate(norm._LEET) in phrases._TRIGGERS
         )
-        assert (word in injection._LEET_SPELLINGS) == expected, word
+        assert (word in phrases._LEET_SPELLINGS) == expected, word
 
 
 @pytest.mark.parametrize(
@@ -599,19 +607,19 @@ def test_leet_spellings_match_translating_every_mixed_word() -> None:
     ],
 )
 def test_typographic_shortcut_matches_full_normalisation(text: str) -> None:
-    plain = injection._plain_punctuation(text)
-    full = injection._casefolded(text)
+    plain = norm._plain_punctuation(text)
+    full = norm._casefolded(text)
     if plain.isascii():
         assert plain.lower() == full
     else:
-        assert injection._fold(plain, False, plain=True)[0] == full
+        assert norm._fold(plain, False, plain=True)[0] == full
 
 
 def test_astral_check() -> None:
-    assert not injection._may_be_astral("plain ascii")
-    assert not injection._may_be_astral("кириллица и \u200b")
-    assert injection._may_be_astral("emoji \U0001f600")
-    assert injection._may_be_astral("x" * 500 + "\U000e0041")
+    assert not norm._may_be_astral("plain ascii")
+    assert not norm._may_be_astral("кириллица и \u200b")
+    assert norm._may_be_astral("emoji \U0001f600")
+    assert norm._may_be_astral("x" * 500 + "\U000e0041")
 
 
 def test_base64_split_into_lines_is_decoded() -> None:
@@ -630,7 +638,7 @@ def test_hashes_and_uuids_are_not_decoded() -> None:
         "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\n"
         "request 123e4567-e89b-12d3-a456-426614174000 took 3ms\n"
     )
-    assert list(injection._blobs(text.encode())) == []
+    assert list(decoders._blobs(text.encode())) == []
     _allowed(text)
 
 

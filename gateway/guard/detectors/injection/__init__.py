@@ -1,0 +1,169 @@
+"""Embedded, deterministic prompt-injection detector for untrusted inbound text.
+
+Used when no LLM classifier is configured. Two layers, both pure Python:
+
+* rules (``rules/``, one module per family, each rule named
+  "<family>.<what it catches>"): explicit instruction overrides, jailbreak
+  personas, chat-template tokens and fake role headers (``templates``),
+  requests for hidden prompts or secrets, exfiltration and concealment,
+  invisible Unicode (``hidden``), and instructions hidden in encodings
+  (``decoders``);
+* a small logistic-regression model over binary word features (``model``,
+  weights in ``injection_model.json``, trained by ``bench/train_injection.py``)
+  that catches the long role-play jailbreaks no phrase list covers without
+  false positives.
+
+A rule deny is final; the model can only raise the decision. The default is
+allow: an imperative aimed at the reader ("run the tests and report") is
+collaboration, not steering.
+
+Cost: the gateway runs this on every new tool result, so clean text must
+cost little more than reading its words. The text is normalised and split
+into words once per call (``text``); one set intersection with the rules'
+key words finds the few that can start a rule, and the words every match of
+a rule needs, read off the regexes (``gates``), decide which rules are tried
+at all. All regexes use bounded repetition over disjoint character classes,
+so the work stays linear in the input size.
+
+The names below beyond the public API are re-exported for the tests that
+inspect the rules (linearity, gates).
+"""
+
+from __future__ import annotations
+
+from gateway.guard.detectors.injection.assess import _KEYS as _KEYS
+from gateway.guard.detectors.injection.assess import assess, model_score, rule_hits
+from gateway.guard.detectors.injection.decoders import (
+    _ENTITY_RUN as _ENTITY_RUN,
+)
+from gateway.guard.detectors.injection.decoders import (
+    _HEX_ESCAPES as _HEX_ESCAPES,
+)
+from gateway.guard.detectors.injection.decoders import (
+    _PCT_ESCAPE as _PCT_ESCAPE,
+)
+from gateway.guard.detectors.injection.decoders import (
+    _PCT_RUN as _PCT_RUN,
+)
+from gateway.guard.detectors.injection.decoders import (
+    _ROT13_HINTS as _ROT13_HINTS,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _BIDI_ANY as _BIDI_ANY,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _BIDI_OVERRIDE as _BIDI_OVERRIDE,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _BLACK_FLAG as _BLACK_FLAG,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _RTL_LETTER as _RTL_LETTER,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _TAG_RUN as _TAG_RUN,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _ZW_RUN as _ZW_RUN,
+)
+from gateway.guard.detectors.injection.hidden import (
+    _ZW_SPLIT as _ZW_SPLIT,
+)
+from gateway.guard.detectors.injection.phrases import (
+    _LEET_SPELLINGS as _LEET_SPELLINGS,
+)
+from gateway.guard.detectors.injection.phrases import (
+    _PHRASE_RULES as _PHRASE_RULES,
+)
+from gateway.guard.detectors.injection.phrases import (
+    _PHRASE_WAYS as _PHRASE_WAYS,
+)
+from gateway.guard.detectors.injection.phrases import (
+    _TRIGGERS as _TRIGGERS,
+)
+from gateway.guard.detectors.injection.rules.vocab import _HOWTO as _HOWTO
+from gateway.guard.detectors.injection.templates import (
+    _ROLE_HEADER as _ROLE_HEADER,
+)
+from gateway.guard.detectors.injection.templates import (
+    _TEMPLATE_CHARS as _TEMPLATE_CHARS,
+)
+from gateway.guard.detectors.injection.templates import (
+    _TEMPLATE_OTHER as _TEMPLATE_OTHER,
+)
+from gateway.guard.detectors.injection.templates import (
+    _TEMPLATE_RULES as _TEMPLATE_RULES,
+)
+from gateway.guard.detectors.injection.templates import (
+    _TEMPLATE_SOURCE as _TEMPLATE_SOURCE,
+)
+from gateway.guard.detectors.injection.templates import (
+    _TEMPLATE_SYSTEM as _TEMPLATE_SYSTEM,
+)
+from gateway.guard.detectors.injection.templates import (
+    _TEMPLATE_WAYS as _TEMPLATE_WAYS,
+)
+from gateway.guard.detectors.injection.text import (
+    _BIDI as _BIDI,
+)
+from gateway.guard.detectors.injection.text import (
+    _LEET as _LEET,
+)
+from gateway.guard.detectors.injection.text import (
+    _LOOKALIKES as _LOOKALIKES,
+)
+from gateway.guard.detectors.injection.text import (
+    _MIXED_SCRIPT as _MIXED_SCRIPT,
+)
+from gateway.guard.detectors.injection.text import (
+    _WORD as _WORD,
+)
+from gateway.guard.detectors.injection.text import (
+    _ZERO_WIDTH as _ZERO_WIDTH,
+)
+from gateway.guard.detectors.injection.text import (
+    _casefolded as _casefolded,
+)
+from gateway.guard.detectors.injection.text import (
+    _fold as _fold,
+)
+from gateway.guard.detectors.injection.text import (
+    _may_be_astral as _may_be_astral,
+)
+from gateway.guard.detectors.injection.text import (
+    _plain_punctuation as _plain_punctuation,
+)
+from gateway.guard.detectors.injection.text import (
+    _tokens as _tokens,
+)
+from gateway.guard.detectors.injection.verdict import CATEGORY, Decision, InjectionAssessment
+
+__all__ = [
+    "CATEGORY",
+    "Decision",
+    "InjectionAssessment",
+    "assess",
+    "model_score",
+    "rule_hits",
+]
+
+# Every compiled regex of the package, so that the linearity tests that read
+# this module's globals see them all.
+_PATTERNS = (
+    _BIDI_ANY,
+    _BIDI_OVERRIDE,
+    _ENTITY_RUN,
+    _HEX_ESCAPES,
+    _HOWTO,
+    _MIXED_SCRIPT,
+    _PCT_ESCAPE,
+    _PCT_RUN,
+    _ROLE_HEADER,
+    _RTL_LETTER,
+    _TAG_RUN,
+    _TEMPLATE_OTHER,
+    _TEMPLATE_SYSTEM,
+    _WORD,
+    _ZW_RUN,
+    _ZW_SPLIT,
+)

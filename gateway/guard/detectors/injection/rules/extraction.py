@@ -1,0 +1,86 @@
+"""Requests for the hidden prompt, private context or the agent's secrets."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from gateway.guard.detectors.injection.rules.base import Phrase
+from gateway.guard.detectors.injection.rules.vocab import (
+    _EXTRACT_GENERIC_LABEL,
+    _EXTRACT_TARGETS_OWN,
+    _EXTRACT_VERB,
+    _EXTRACT_VERBS,
+    _GAP3,
+    _GAP5,
+    _SECRET_NOUN,
+    _SECRET_NOUNS,
+)
+from gateway.guard.detectors.injection.verdict import DENY as _DENY
+from gateway.guard.detectors.injection.verdict import REVIEW as _REVIEW
+
+RULES: Final[tuple[Phrase, ...]] = (
+    # Requests for the hidden prompt or private context.
+    Phrase(
+        "extraction.reveal_your_prompt",
+        "extract",
+        "prompt_extraction",
+        _DENY,
+        "hidden prompt request",
+        _EXTRACT_VERBS,
+        "instructions instruction prompt prompts prompting preprompt metaprompt configuration"
+        " directive directives rules guidelines message messages context parameters settings"
+        " programming above conversation verbatim",
+        "|".join(rf"\b{_EXTRACT_VERB}\b{_GAP5}{target}\b" for target in _EXTRACT_TARGETS_OWN),
+    ),
+    Phrase(
+        "extraction.what_are_your_instructions",
+        "extract",
+        "prompt_extraction",
+        _DENY,
+        "hidden prompt request",
+        "what beginning the opposite reverse",
+        "instructions prompt directives message told instructed programmed asked supposed allowed"
+        " permitted repeat print output write opposite reverse",
+        r"\bwhat\W+(?:is|are|were|was)\W+(?:in\W+)?your\W+(?:\w+\W+)?(?:instructions|system\W+prompt"
+        r"|prompt|directives|system\W+message)\b(?!\W+(?:for|on|about|regarding|when|if)\b)"
+        r"|\bwhat\W+(?:were|have)\W+you\W+(?:been\W+)?(?:told|instructed|programmed|asked)\W+"
+        r"(?:to\W+do\W+)?(?:before|at\W+the\W+(?:start|beginning)|initially|originally)\b"
+        r"|\bwhat\W+are\W+you\W+not\W+(?:supposed|allowed|permitted)\W+to\W+(?:tell|say|reveal"
+        r"|share)"
+        r"|\bbeginning\W+with\W+\W*you\W+are\b\W*(?:\w+\W+){0,2}?(?:repeat|print|output|write)"
+        r"|\bthe\W+system\W+prompt\W+(?:is|was|says|reads)\W*:"
+        r"|\b(?:opposite|reverse)\W+of\W+your\W+(?:system\W+)?(?:instructions|prompt|rules)\b",
+    ),
+    Phrase(
+        "extraction.system_prompt",
+        "extract",
+        "prompt_extraction",
+        _REVIEW,
+        _EXTRACT_GENERIC_LABEL,
+        _EXTRACT_VERBS,
+        "prompt message instructions",
+        rf"\b{_EXTRACT_VERB}\b{_GAP3}(?:the|a|any)\W+(?:system\W+prompt|system\W+message"
+        r"|system\W+instructions|initial\W+prompt|hidden\W+prompt)\b",
+    ),
+    # Secrets of the reading agent or its host.
+    Phrase(
+        "secret.reveal_secrets",
+        "secret",
+        "prompt_extraction",
+        _DENY,
+        "secret request",
+        "print reveal show tell give output display dump send leak expose share disclose email"
+        " post upload provide exfiltrate read what api secret access auth authentication bearer"
+        " credentials password passwords passphrase passphrases env environment private ssh"
+        " session secrets usernames",
+        _SECRET_NOUNS,
+        # The noun ends a word ("your api keyring" is no key), which also
+        # lets the word gate (see _Ways) require it.
+        r"\b(?:print|reveal|show|tell|give|output|display|dump|send|leak|expose|share"
+        r"|disclose|email|post|upload|provide|exfiltrate|read\W+out|what\W+(?:is|are))\b"
+        rf"{_GAP5}(?:your|all\W+(?:of\W+)?(?:your|the)|the\W+(?:system|server|host|environment)"
+        rf"(?:'s)?)[ ](?:\w+[ ]){{0,2}}?{_SECRET_NOUN}\b"
+        rf"|{_SECRET_NOUN}\W+(?:in|from|of|stored\W+in|inside)\W+your\W+(?:database|memory|system"
+        r"|context|environment|config(?:uration)?|files?|prompt|instructions)",
+    ),
+)
