@@ -19,6 +19,8 @@ times those for ``n`` (4 when linear, 16 when quadratic), and under
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import pkgutil
 import random
 import re
 import types
@@ -30,9 +32,26 @@ from typing import Any
 import pytest
 
 from gateway.guard.detectors import injection, secrets
+from gateway.guard.detectors.secrets import engine, formats, names, tokens, urls
 from tests.guard.meter import Meter, ambiguities, char_class
 
-# At least secrets._SPLIT_AT, so that both sizes take the same prefilter path.
+
+def _with_submodules(module: types.ModuleType) -> tuple[types.ModuleType, ...]:
+    """A detector module, or a package and every module in it: the meter swaps
+    the patterns each one holds, and a rule's patterns live in its own module."""
+    if not hasattr(module, "__path__"):
+        return (module,)
+    subs = (
+        importlib.import_module(f"{module.__name__}.{info.name}")
+        for info in pkgutil.iter_modules(module.__path__)
+    )
+    return (module, *subs)
+
+
+SECRET_MODULES = _with_submodules(secrets)
+DETECTOR_MODULES = (*SECRET_MODULES, *_with_submodules(injection))
+
+# At least engine._SPLIT_AT, so that both sizes take the same prefilter path.
 SMALL = 1024
 MAX_RATIO = 5.0
 MAX_STEPS_PER_CHAR = 400
@@ -55,7 +74,7 @@ def too_slow(
     detect: Detector, pieces: Iterable[str], *, calls: bool = False
 ) -> list[tuple[str, float, float]]:
     bad: list[tuple[str, float, float]] = []
-    with Meter(secrets, injection, calls=calls) as meter:
+    with Meter(*DETECTOR_MODULES, calls=calls) as meter:
         for piece in dict.fromkeys(pieces):
             ratio, per_char = growth(meter, detect, piece)
             if ratio > MAX_RATIO or per_char > MAX_STEPS_PER_CHAR:
@@ -209,16 +228,16 @@ CONTEXT_DOCUMENTS = [
 
 
 def secret_atoms() -> dict[str, list[str]]:
-    keywords = secrets._KEYWORD_RE.pattern.split("|")
-    names = [*keywords, *secrets._PW_WORDS, *secrets._STRONG_SUFFIXES]
+    keywords = urls._KEYWORD_RE.pattern.split("|")
+    key_names = [*keywords, *names._PW_WORDS, *names._STRONG_SUFFIXES]
     return {
-        "token prefixes": [*secrets._PREFIX_RULES, secrets._BUNDLE_PREFIX],
-        "A-led formats": [lead for leads, _, _ in secrets._A_RULES for lead in leads],
-        "pass anchors": sorted({a for p in secrets._PASSES for a in p.anchors}),
+        "token prefixes": [*tokens._PREFIX_RULES, tokens._BUNDLE_PREFIX],
+        "A-led formats": [lead for leads, _, _ in formats._A_RULES for lead in leads],
+        "pass anchors": sorted({a for p in engine._PASSES for a in p.anchors}),
         # Alone and, in capitals, at the end of a longer name (read back from the keyword).
-        "key-name keywords": [*names, *("x_" + k.upper() for k in keywords)],
-        "pattern literals": pattern_literals(secrets),
-        "pattern samples": pattern_samples(secrets),
+        "key-name keywords": [*key_names, *("x_" + k.upper() for k in keywords)],
+        "pattern literals": sorted({lit for m in SECRET_MODULES for lit in pattern_literals(m)}),
+        "pattern samples": sorted({s for m in SECRET_MODULES for s in pattern_samples(m)}),
     }
 
 
@@ -320,7 +339,11 @@ def test_injection_assess_is_linear_in_repeated_anchors(family: str) -> None:
     assert not bad, f"super-linear (piece, steps(4n)/steps(n), steps per char): {bad}"
 
 
-@pytest.mark.parametrize("module", [secrets, injection], ids=["secrets", "injection"])
+@pytest.mark.parametrize(
+    "module",
+    DETECTOR_MODULES,
+    ids=[m.__name__.rsplit("detectors.", 1)[1] for m in DETECTOR_MODULES],
+)
 def test_no_pattern_can_backtrack_exponentially(module: object) -> None:
     # The step counts above see how far a regex may read, not how often it
     # backtracks over it: "password: ab-ab-...-ab-X!" once took 2^pieces steps

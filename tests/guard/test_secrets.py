@@ -20,7 +20,8 @@ from collections.abc import Callable
 import pytest
 
 from gateway.guard.detectors import secrets
-from gateway.guard.detectors.secrets import KINDS, scan
+from gateway.guard.detectors.secrets import KINDS, common, scan, values
+from gateway.guard.detectors.secrets import jwt as jwt_rule
 from gateway.guard.findings import Finding
 
 _RNG = random.Random(20240611)
@@ -470,12 +471,12 @@ PREFILTER_SAMPLES = _prefilter_samples()
 def test_prefilter_finds_every_position_a_rule_matches(
     monkeypatch: pytest.MonkeyPatch, strategy: str
 ) -> None:
-    from gateway.guard.detectors import secrets
+    from gateway.guard.detectors.secrets import engine
 
-    monkeypatch.setattr(secrets, "_SPLIT_AT", 10**9 if strategy == "one pattern" else 0)
+    monkeypatch.setattr(engine, "_SPLIT_AT", 10**9 if strategy == "one pattern" else 0)
     for text in PREFILTER_SAMPLES:
-        found = secrets._candidates(text)
-        for i, p in enumerate(secrets._PASSES):
+        found = engine._candidates(text)
+        for i, p in enumerate(engine._PASSES):
             expected = [
                 pos
                 for pos, c in enumerate(text)
@@ -486,26 +487,26 @@ def test_prefilter_finds_every_position_a_rule_matches(
 
 
 def test_both_strategies_report_the_same_findings(monkeypatch: pytest.MonkeyPatch) -> None:
-    from gateway.guard.detectors import secrets
+    from gateway.guard.detectors.secrets import engine
 
     long_texts = PREFILTER_SAMPLES + [
         "\n".join(PREFILTER_SAMPLES[i : i + 25]) for i in range(0, 400, 25)
     ]
-    monkeypatch.setattr(secrets, "_SPLIT_AT", 10**9)
+    monkeypatch.setattr(engine, "_SPLIT_AT", 10**9)
     one = [scan(t) for t in long_texts]
-    monkeypatch.setattr(secrets, "_SPLIT_AT", 0)
+    monkeypatch.setattr(engine, "_SPLIT_AT", 0)
     assert [scan(t) for t in long_texts] == one
     assert sum(map(len, one)) >= len(POSITIVES)
 
 
 def test_every_pass_is_found_by_exactly_one_per_anchor_search() -> None:
-    from gateway.guard.detectors import secrets
+    from gateway.guard.detectors.secrets import engine
 
     owners: dict[int, int] = {}
-    for _, _, passes in (*secrets._TEXT_SEARCHES, *secrets._LOWER_SEARCHES):
+    for _, _, passes in (*engine._TEXT_SEARCHES, *engine._LOWER_SEARCHES):
         for i in passes:
             owners[i] = owners.get(i, 0) + 1
-    assert owners == dict.fromkeys(range(len(secrets._PASSES)), 1)
+    assert owners == dict.fromkeys(range(len(engine._PASSES)), 1)
 
 
 @pytest.mark.parametrize("pad", [0, 2000])
@@ -783,8 +784,8 @@ def _jwts_by_pattern(text: str) -> list[tuple[int, int]]:
         start = m.start()
         if start and text[start - 1].isascii() and text[start - 1].isalnum():
             continue
-        jm = secrets._JWT_RE.match(text, start)
-        if jm is None or secrets._MARKER_RE.search(jm.group(0)):
+        jm = jwt_rule._JWT_RE.match(text, start)
+        if jm is None or values._MARKER_RE.search(jm.group(0)):
             continue
         header = jm.group(0).split(".", 1)[0]
         try:
@@ -797,9 +798,9 @@ def _jwts_by_pattern(text: str) -> list[tuple[int, int]]:
 
 
 def _jwts_by_rule(text: str) -> list[tuple[int, int]]:
-    ctx = secrets._Ctx(text, [], set())
-    for m in secrets._JWT_PASS_RE.finditer(text):
-        secrets._on_jwt(ctx, m)
+    ctx = common._Ctx(text, [], set())
+    for m in jwt_rule._JWT_PASS_RE.finditer(text):
+        jwt_rule._on_jwt(ctx, m)
     return _outermost([(s, e) for s, e, _, _ in ctx.hits])
 
 
