@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from gateway.guard import rx
 from gateway.guard.detectors.secrets import KINDS
 from gateway.guard.verdict import check_rules, is_pinned_model
 
@@ -547,6 +548,91 @@ class Tools(Strict):
         return self
 
 
+# A credential path: dotted keys and [*] (any index) or [N], e.g. tools[*].headers.
+_CREDENTIAL_PATH = re.compile(r"^[A-Za-z_][\w-]*(?:\[(?:\*|\d+)\]|\.(?:[A-Za-z_][\w-]*|\*))*$")
+_CUSTOM_KIND = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+_FINGERPRINT = re.compile(r"^[0-9a-f]{16}$")
+
+
+def _linear(pattern: str) -> str:
+    """A regex an operator wrote, refused unless RE2 (linear time) can run it."""
+    try:
+        rx.compile(pattern)
+    except rx.PatternError as exc:
+        raise ValueError(f"{exc}; patterns run on RE2, which guarantees linear time") from exc
+    return pattern
+
+
+class CredentialPath(Strict):
+    # Where in the request JSON an intentional credential may go upstream.
+    path: str = Field(pattern=_CREDENTIAL_PATH.pattern, max_length=300)
+    # Only these kinds are allowed there; any other finding still denies.
+    kinds: list[str] = Field(min_length=1)
+    # Only to these upstreams (every upstream the team may use when omitted).
+    upstreams: list[str] | None = None
+
+    @field_validator("kinds")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        for kind in value:
+            if kind not in KINDS:
+                raise ValueError(f"unknown secret kind {kind!r}")
+        return value
+
+
+class Allow(Strict):
+    """Findings a team lets through, each audited as allowed with the rule that allowed it."""
+
+    # Fingerprints as the audit writes them (16 hex digits).
+    fingerprints: list[Annotated[str, Field(pattern=_FINGERPRINT.pattern)]] = Field(
+        default_factory=list
+    )
+    # Regexes that must match the whole secret value (a provider's documented example key).
+    patterns: list[str] = Field(default_factory=list)
+    credential_paths: list[CredentialPath] = Field(default_factory=list)
+
+    @field_validator("patterns")
+    @classmethod
+    def _linear_patterns(cls, value: list[str]) -> list[str]:
+        return [_linear(p) for p in value]
+
+
+class CustomRule(Strict):
+    # A kind of its own: a project codename, an internal hostname, a customer id format.
+    kind: str = Field(pattern=_CUSTOM_KIND.pattern)
+    pattern: str = Field(min_length=1, max_length=4096)
+    decision: Literal["deny", "review"] = "deny"
+
+    @field_validator("pattern")
+    @classmethod
+    def _linear_pattern(cls, value: str) -> str:
+        _linear(value)
+        if rx.compile(value).search("") is not None:
+            raise ValueError("the pattern matches the empty string, so it would match every text")
+        return value
+
+
+class Detectors(Strict):
+    custom: list[CustomRule] = Field(default_factory=list)
+
+    @field_validator("custom")
+    @classmethod
+    def _distinct(cls, value: list[CustomRule]) -> list[CustomRule]:
+        kinds = [rule.kind for rule in value]
+        for kind in kinds:
+            if kinds.count(kind) > 1:
+                raise ValueError(f"custom rule kind {kind!r} appears twice")
+            if kind in KINDS:
+                raise ValueError(f"custom rule kind {kind!r} is a built-in secret kind")
+        return value
+
+
+class Outbound(Strict):
+    # deny: a request holding a secret is refused. redact: it goes upstream with
+    # each secret replaced by [REDACTED:<kind>].
+    on_secret: Literal["deny", "redact"] = "deny"
+
+
 class Team(Strict):
     default: bool = False
     match: Match = Match()
@@ -563,6 +649,9 @@ class Team(Strict):
     # Replace secrets the deterministic floor finds in model output with
     # [REDACTED:<kind>] before the agent sees them.
     redact_output: bool = False
+    allow: Allow = Allow()
+    detectors: Detectors = Detectors()
+    outbound: Outbound = Outbound()
 
     @model_validator(mode="after")
     def _has_a_way_in(self) -> Team:

@@ -24,6 +24,16 @@ class Evidence:
 
 
 @dataclass(frozen=True, slots=True)
+class Allowance:
+    """A finding a team's allowance let through, and the rule that did."""
+
+    kind: str
+    fingerprint: str
+    where: str
+    rule: str  # "allow.fingerprints", "allow.patterns[1]", "allow.credential_paths[0]"
+
+
+@dataclass(frozen=True, slots=True)
 class Decision:
     action: Action
     category: str
@@ -32,6 +42,8 @@ class Decision:
     # For a review or a deny by a check past the floor: the start of the text
     # that raised it, every secret the floor finds in it replaced, for a reviewer.
     excerpt: str = ""
+    # Findings let through by a team allowance, for the audit.
+    allowed: tuple[Allowance, ...] = ()
 
     @property
     def kinds(self) -> list[str]:

@@ -19,16 +19,17 @@ import asyncio
 import hashlib
 import re
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _encode_str
 
 import aiohttp
 from cachetools import TTLCache
 
 from gateway.canonical import digest
+from gateway.config.models import Allow, GatewayConfig, Inbound, Rules, Team
 from gateway.config.models import Classifier as ClassifierSettings
-from gateway.config.models import GatewayConfig, Inbound, Rules, Team
 from gateway.guard import floor
+from gateway.guard.allowances import Allowances, AllowPatterns
 from gateway.guard.cache import TextCache
 from gateway.guard.cache import now as monotonic
 from gateway.guard.classifiers.client import Classifier
@@ -38,9 +39,13 @@ from gateway.guard.classifiers.providers import (
     OpenAIResponses,
     Provider,
 )
-from gateway.guard.decision import ALLOW, Decision, Evidence, severity
+from gateway.guard.decision import ALLOW, Allowance, Decision, Evidence, severity
 from gateway.guard.detectors import injection
+from gateway.guard.detectors.base import Detector
+from gateway.guard.detectors.builtin import INJECTION, SECRETS
+from gateway.guard.detectors.custom import CustomRules
 from gateway.guard.findings import Fingerprinter
+from gateway.guard.redact_payload import redact_payload
 from gateway.guard.verdict import (
     GUARD_FAILURE,
     Direction,
@@ -64,6 +69,8 @@ _YIELD_CHARS = 64 * 1024
 
 # The identity of the embedded injection detector in cache keys and verdicts.
 HEURISTIC_MODEL = "reefgate-heuristics-1"
+# The identity of a team's custom rules in the verdicts they produce.
+CUSTOM_MODEL = "reefgate-custom-rules"
 
 # A path component that could itself carry data (an object key chosen by the
 # client) is not echoed back; identifiers and indexes are.
@@ -107,6 +114,13 @@ _SHOWN_ROLES = frozenset(
 )
 
 
+def _shown_path(path: str) -> str:
+    """A JSON path as the audit may show it: client-chosen keys could carry data."""
+    if _SAFE_PATH.match(path) and not floor.holds_secret(path):
+        return path
+    return "a field of the request"
+
+
 def _safe_where(segment: Segment) -> str:
     where = segment.where()
     if _SAFE_PATH.match(where) and not floor.holds_secret(where):
@@ -117,10 +131,19 @@ def _safe_where(segment: Segment) -> str:
     return ", ".join(parts) or "a field of the request"
 
 
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A floor finding as it is kept: never the value."""
+
+    kind: str
+    fingerprint: str
+    # The ``allow.patterns`` (of any team) that match the value whole.
+    patterns: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class _Seen:
-    # (kind, fingerprint) of each secret the floor found.
-    findings: tuple[tuple[str, str], ...]
+    findings: tuple[Found, ...]
     injection: injection.InjectionAssessment | None = None
 
 
@@ -131,6 +154,13 @@ class TeamPolicy:
     rules: Rules
     inbound: Inbound
     classifier: Classifier | None
+    # The detectors this team's requests go through: the floor (scope EVERY:
+    # built-in secret rules and the team's custom rules, one pass) and the
+    # inbound check (scope UNTRUSTED).
+    floor: floor.Floor = floor.DEFAULT
+    detectors: tuple[Detector, ...] = (SECRETS, INJECTION)
+    allow: Allowances | None = None
+    on_secret: str = "deny"
 
 
 def build_provider(settings: ClassifierSettings, env: Mapping[str, str]) -> Provider | None:
@@ -159,7 +189,7 @@ class Guard:
         self._teams = dict(teams)
         self._env = dict(env)
         cache = gateway.guard.cache
-        self._texts: TextCache[str | bytes, _Seen] | None = (
+        self._texts: TextCache[str | bytes | tuple[object, ...], _Seen] | None = (
             TextCache(cache.size, cache.ttl_s) if cache.size else None
         )
         self._verdicts: TTLCache[str, Verdict] | None = (
@@ -168,6 +198,9 @@ class Guard:
         self._in_flight: dict[str, asyncio.Future[Verdict]] = {}
         self._policies: dict[str, TeamPolicy] = {}
         self._semaphores: dict[int, asyncio.Semaphore] = {}
+        self._allow_patterns = AllowPatterns(
+            {src for team in self._teams.values() for src in team.allow.patterns}
+        )
         self.bind(None)
         # Counters the benchmarks and /metrics read: detector input, classifier
         # calls, and lookups of the floor's per-text cache and the verdict cache.
@@ -198,6 +231,8 @@ class Guard:
                         settings.max_concurrency
                     )
             rules = team.rules
+            custom = CustomRules(team.detectors.custom)
+            team_floor = floor.Floor(custom) if team.detectors.custom else floor.DEFAULT
             self._policies[name] = TeamPolicy(
                 name=name,
                 policy_version=effective_policy_version(
@@ -206,6 +241,12 @@ class Guard:
                 rules=rules,
                 inbound=team.inbound,
                 classifier=classifiers[settings],
+                floor=team_floor,
+                detectors=(SECRETS, custom, INJECTION)
+                if team.detectors.custom
+                else (SECRETS, INJECTION),
+                allow=Allowances(team.allow) if team.allow != Allow() else None,
+                on_secret=team.outbound.on_secret,
             )
 
     def policy(self, team: str) -> TeamPolicy:
@@ -213,7 +254,9 @@ class Guard:
 
     # -- the floor --
 
-    async def _inspect(self, texts: Sequence[str], now: float, pace: _Pace) -> list[_Seen]:
+    async def _inspect(
+        self, texts: Sequence[str], now: float, pace: _Pace, team_floor: floor.Floor
+    ) -> list[_Seen]:
         """What the floor found in each text, computed once per text.
 
         The floor is a pure function of the text, so its results are keyed by
@@ -222,11 +265,12 @@ class Guard:
         request's texts: a call per segment is most of a hit's cost.
         """
         cache = self._texts
+        shared = team_floor.key
         out: list[_Seen] = []
         scanned = 0
         misses = 0
         for text in texts:
-            key: str | bytes = ""
+            key: str | bytes | tuple[object, ...] = ""
             seen = None
             if cache is not None:
                 # Short texts key themselves: a str hash and compare cost less
@@ -236,15 +280,17 @@ class Guard:
                     if len(text) <= _KEY_BY_VALUE_CHARS
                     else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
                 )
+                if shared:
+                    key = (shared, key)
                 seen = cache.get(key, now)
             if seen is None:
                 misses += 1
                 scanned += len(text)
                 if len(text) <= _WINDOW:
-                    seen = self._floor(text)
+                    seen = self._floor(text, team_floor)
                     await pace.spent(len(text))
                 else:
-                    seen = await self._floor_windows(text, pace)
+                    seen = await self._floor_windows(text, pace, team_floor)
                 if cache is not None:
                     cache.put(key, seen, now)
             out.append(seen)
@@ -254,16 +300,17 @@ class Guard:
             self.text_cache_hits += len(texts) - misses
         return out
 
-    def _floor(self, text: str) -> _Seen:
-        fp = self.fingerprint
-        return _Seen(tuple((kind, fp(value)) for kind, value in floor.find(text)))
+    def _found(self, kind: str, value: str) -> Found:
+        return Found(kind, self.fingerprint(value), self._allow_patterns.matching(value))
 
-    async def _floor_windows(self, text: str, pace: _Pace) -> _Seen:
+    def _floor(self, text: str, team_floor: floor.Floor) -> _Seen:
+        return _Seen(tuple(self._found(kind, value) for kind, value in team_floor.find(text)))
+
+    async def _floor_windows(self, text: str, pace: _Pace, team_floor: floor.Floor) -> _Seen:
         """A large text, window by window, letting other requests run in between."""
-        fp = self.fingerprint
-        found: dict[tuple[str, str], None] = {}
+        found: dict[Found, None] = {}
         for window in _windows(text):
-            found.update(dict.fromkeys((kind, fp(value)) for kind, value in floor.find(window)))
+            found.update(dict.fromkeys(self._found(k, v) for k, v in team_floor.find(window)))
             await pace.spent(len(window))
         return _Seen(tuple(found))
 
@@ -273,16 +320,46 @@ class Guard:
         if found is not None:
             return found
         if len(text) <= _WINDOW:
-            found = injection.assess(text)
+            found = INJECTION.inspect(text)
             await pace.spent(len(text))
         else:
             parts = []
             for window in _windows(text):
-                parts.append(injection.assess(window))
+                parts.append(INJECTION.inspect(window))
                 await pace.spent(len(window))
             found = _most_severe(parts)
         seen.injection = found
         return found
+
+    # -- outbound.on_secret: redact --
+
+    def redact(
+        self, payload: object, policy: TeamPolicy, upstream: str
+    ) -> tuple[object, list[Evidence]]:
+        """``payload`` with every finding the team does not allow replaced by a marker.
+
+        Returns the rewritten payload and what was redacted where (kinds and
+        fingerprints of the text as it was). The caller inspects the result
+        again: anything the rewrite missed still denies.
+        """
+        team_floor, allow = policy.floor, policy.allow
+        redacted: list[Evidence] = []
+
+        def judge(text: str, path: str) -> list[str]:
+            kinds = []
+            for kind, value in team_floor.find(text):
+                if team_floor.action(kind) == "review":
+                    continue
+                found = self._found(kind, value)
+                if allow is not None and allow.rule(
+                    kind, found.fingerprint, found.patterns, path, upstream
+                ):
+                    continue
+                kinds.append(kind)
+                redacted.append(Evidence(kind, found.fingerprint, _shown_path(path)))
+            return kinds
+
+        return redact_payload(payload, judge, team_floor.mark), redacted
 
     # -- verdicts, cached and shared in flight --
 
@@ -355,25 +432,18 @@ class Guard:
         destination: str,
         deadline: float | None = None,
     ) -> Decision:
-        """One text in one direction, as `reefgate check` and the peer path use it."""
-        pace = _Pace(deadline)
-        segment = Segment(
-            "text", "peer", text, Trust.UNTRUSTED if direction == "inbound" else Trust.TRUSTED
-        )
-        (seen,) = await self._inspect([text], monotonic(), pace)
-        floor_decision = _floor_decision([(segment, seen)])
-        if floor_decision.action == "deny":
-            return floor_decision
-        results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = []
-        if direction == "inbound":
-            found = await self._assess(seen, text, pace)
-            verdict = _heuristic_verdict(found, policy.policy_version)
-            results.append((segment, direction, verdict, found.signals))
-        if policy.classifier is not None:
-            verdict = await self._classify(policy, direction, text, source, destination)
-            results.append((segment, direction, verdict, ()))
-        pace.check()
-        return _combine(results, self.fingerprint)
+        """One text in one direction, as `reefgate check`, `eval` and the peer path use it.
+
+        The same path as a request's: the floor, then `judge`. Inbound text is
+        untrusted, so it gets the injection check; it is not also classified
+        as outgoing.
+        """
+        inbound = direction == "inbound"
+        segment = Segment("text", "peer", text, Trust.UNTRUSTED if inbound else Trust.TRUSTED)
+        inspection = await self.inspect([segment], policy, deadline=deadline)
+        if inspection.floor.action == "deny":
+            return inspection.floor
+        return await self.judge(inspection, policy, source, destination, outbound=not inbound)
 
     async def check(
         self,
@@ -384,23 +454,29 @@ class Guard:
         deadline: float | None = None,
     ) -> Decision:
         """The decision for one request's segments: `inspect`, then `judge`."""
-        inspection = await self.inspect(segments, deadline)
+        inspection = await self.inspect(segments, policy, deadline=deadline)
         if inspection.floor.action == "deny":
             return inspection.floor
         return await self.judge(inspection, policy, source, destination)
 
     async def inspect(
-        self, segments: Sequence[Segment], deadline: float | None = None
+        self,
+        segments: Sequence[Segment],
+        policy: TeamPolicy,
+        upstream: str = "",
+        deadline: float | None = None,
     ) -> Inspection:
-        """The deterministic floor over every segment; its deny is final.
+        """The floor over every segment, with the team's allowances; its deny is final.
 
         With a ``deadline`` (``time.monotonic()`` seconds), inspection that runs
         past it raises TimeoutError; large inputs are inspected in steps that
         let other requests run in between.
         """
         pace = _Pace(deadline)
-        seen = await self._inspect([segment.text for segment in segments], monotonic(), pace)
-        return Inspection(segments, seen, _floor_decision(zip(segments, seen, strict=True)), pace)
+        texts = [segment.text for segment in segments]
+        seen = await self._inspect(texts, monotonic(), pace, policy.floor)
+        verdict, held = _floor_decision(zip(segments, seen, strict=True), policy, upstream)
+        return Inspection(segments, seen, verdict, pace, held)
 
     async def judge(
         self,
@@ -410,12 +486,14 @@ class Guard:
         destination: str,
         *,
         approved: bool = False,
+        outbound: bool = True,
     ) -> Decision:
         """The injection check and the classifier, on what the floor let through.
 
         ``approved``: a reviewer approved exactly this request, so it is
         classified afresh (no cached verdict) and only a deny still blocks it; a
-        review verdict no longer holds it.
+        review verdict no longer holds it. ``outbound=False``: the text is only
+        coming in (`check_text`), so the classifier does not judge it as outgoing.
         """
         segments, seen, pace = inspection.segments, inspection.seen, inspection.pace
         classifier = policy.classifier
@@ -423,7 +501,7 @@ class Guard:
         # Without a classifier only untrusted text (and, per team, model output)
         # is looked at again; most segments of a turn are neither.
         skip_trusted = classifier is None and not inbound.model_output
-        results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = []
+        results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = list(inspection.held)
         jobs: list[tuple[Segment, str, Awaitable[Verdict]]] = []
         for segment, info in zip(segments, seen, strict=True):
             if skip_trusted and segment.trust is not Trust.UNTRUSTED:
@@ -447,7 +525,7 @@ class Guard:
                             ),
                         )
                     )
-            if classifier is not None:
+            if classifier is not None and outbound:
                 jobs.append(
                     (
                         segment,
@@ -466,7 +544,9 @@ class Guard:
         pace.check()
         if approved:
             results = [r for r in results if r[2].decision != "review"]
-        return _combine(results, self.fingerprint)
+        decision = _combine(results, self.fingerprint)
+        allowed = inspection.floor.allowed
+        return replace(decision, allowed=allowed) if allowed else decision
 
 
 @dataclass(slots=True)
@@ -477,6 +557,8 @@ class Inspection:
     seen: list[_Seen]
     floor: Decision
     pace: _Pace
+    # Custom-rule findings whose decision is review: judged with the rest.
+    held: tuple[tuple[Segment, str, Verdict, tuple[str, ...]], ...] = ()
 
 
 class _Pace:
@@ -523,21 +605,49 @@ def _heuristic_verdict(found: injection.InjectionAssessment, policy_version: str
     return Verdict(found.decision, found.category, found.reason, HEURISTIC_MODEL, policy_version)
 
 
-def _floor_decision(seen: Iterable[tuple[Segment, _Seen]]) -> Decision:
+def _floor_decision(
+    seen: Iterable[tuple[Segment, _Seen]], policy: TeamPolicy, upstream: str
+) -> tuple[Decision, tuple[tuple[Segment, str, Verdict, tuple[str, ...]], ...]]:
+    """The floor's decision, and the findings that hold a request for review instead.
+
+    A finding is let through when the segment expects its kind (the agent's own
+    key in the upstream's credential header) or a team allowance names it;
+    allowed findings are kept on the decision for the audit.
+    """
     evidence: list[Evidence] = []
+    allowed: list[Allowance] = []
+    held: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = []
+    allow = policy.allow
+    team_floor = policy.floor
     for segment, info in seen:
-        if info.findings:
-            found = [(k, fp) for k, fp in info.findings if k not in segment.expected]
-            if found:
-                where = _safe_where(segment)
-                evidence.extend(Evidence(kind, fp, where) for kind, fp in found)
+        if not info.findings:
+            continue
+        where = ""
+        for found in info.findings:
+            kind = found.kind
+            if kind in segment.expected:
+                continue
+            where = where or _safe_where(segment)
+            if allow is not None:
+                rule = allow.rule(kind, found.fingerprint, found.patterns, segment.path, upstream)
+                if rule is not None:
+                    allowed.append(Allowance(kind, found.fingerprint, where, rule))
+                    continue
+            if team_floor.action(kind) == "review":
+                reason = f"custom rule {kind} matched"
+                verdict = Verdict("review", kind, reason, CUSTOM_MODEL, policy.policy_version)
+                held.append((segment, "outbound", verdict, (kind,)))
+                continue
+            evidence.append(Evidence(kind, found.fingerprint, where))
     if not evidence:
-        return ALLOW
+        return (
+            Decision("allow", "none", "no finding", allowed=tuple(allowed)) if allowed else ALLOW
+        ), tuple(held)
     kinds = sorted({e.kind for e in evidence})
     reason = f"{', '.join(kinds)} found in {evidence[0].where}"
     if len(evidence) > 1:
         reason += f" and {len(evidence) - 1} more place(s)"
-    return Decision("deny", "secret", reason, tuple(evidence))
+    return Decision("deny", "secret", reason, tuple(evidence), allowed=tuple(allowed)), tuple(held)
 
 
 def _combine(

@@ -289,7 +289,7 @@ class ReefEndpoint:
         deadline = time.monotonic() + self.inspect_timeout
         try:
             async with asyncio.timeout(self.inspect_timeout):
-                inspection = await guard.inspect([segment], deadline)
+                inspection = await guard.inspect([segment], policy, deadline=deadline)
                 if inspection.floor.action == "deny":
                     return _Outcome(inspection.floor, None)
                 digest_ = approval_digest(
@@ -303,14 +303,14 @@ class ReefEndpoint:
                 review = await gate.decided(team, digest_) if gate.may_know(team) else None
                 if review is not None and review.status != "approved":
                     return _Outcome(_gated(review), review)
-                if direction == "inbound" and review is None:
-                    verdict = await guard.check_text(
-                        text, "inbound", policy, source, destination, deadline
-                    )
-                else:
-                    verdict = await guard.judge(
-                        inspection, policy, source, destination, approved=review is not None
-                    )
+                verdict = await guard.judge(
+                    inspection,
+                    policy,
+                    source,
+                    destination,
+                    approved=review is not None,
+                    outbound=direction != "inbound",
+                )
         except TimeoutError:
             return _Outcome(
                 Decision("deny", GUARD_FAILURE, "the guard could not finish in time"), None

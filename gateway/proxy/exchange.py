@@ -19,7 +19,7 @@ import aiohttp
 
 from gateway.config.models import Flavor
 from gateway.config.teams import TeamMatch
-from gateway.guard.decision import Decision
+from gateway.guard.decision import Decision, Evidence
 from gateway.guard.floor import REDACTED, shown
 
 # Methods the audit may name as sent; any other token the client chose is
@@ -74,6 +74,8 @@ class Exchange:
     held_ms: float | None = None
     # The guardian's judgement of each tool call in the answer, as audited.
     tool_calls: list[dict[str, object]] = field(default_factory=list)
+    # What `outbound.on_secret: redact` replaced before the request went upstream.
+    redacted: list[Evidence] = field(default_factory=list)
 
     def advance(self, phase: Phase) -> None:
         # Never back: a held streamed request has answered its client before
@@ -109,6 +111,16 @@ class Exchange:
             record["findings"] = [
                 {"kind": e.kind, "fingerprint": e.fingerprint, "where": e.where}
                 for e in self.verdict.evidence
+            ]
+        if self.redacted:
+            record["redacted"] = [
+                {"kind": e.kind, "fingerprint": e.fingerprint, "where": e.where}
+                for e in self.redacted
+            ]
+        if self.verdict is not None and self.verdict.allowed:
+            record["allowed"] = [
+                {"kind": a.kind, "fingerprint": a.fingerprint, "where": a.where, "rule": a.rule}
+                for a in self.verdict.allowed
             ]
         for key, value in (
             ("status", self.status),

@@ -9,6 +9,7 @@ entry and error answers are the middlewares' (gateway.proxy.middleware).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -333,8 +334,18 @@ class ReverseProxy:
                 stream = _is_stream(payload, exchange.query)
                 model = payload.get("model") if isinstance(payload, dict) else None
                 destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
-                inspection = await self._guard.inspect(segments, deadline)
+                inspection = await self._guard.inspect(segments, policy, route.name, deadline)
                 verdict = inspection.floor
+                if verdict.action == "deny" and policy.on_secret == "redact":
+                    redacted = await self._redact(
+                        exchange, api_path, content_type, payload, segments, policy, deadline
+                    )
+                    if redacted is not None:
+                        inspection, payload, body = redacted
+                        decoded = body
+                        verdict = inspection.floor
+                        # The rewritten body is plain JSON: it goes as is.
+                        headers.popall("Content-Encoding", None)
                 if verdict.action != "deny":
                     # What the review gate binds: this sender, this destination,
                     # this payload (the exact bytes when it is not JSON).
@@ -371,6 +382,39 @@ class ReverseProxy:
         # Answers are read before the agent gets them: they must come as sent.
         headers["Accept-Encoding"] = "identity"
         return _Outgoing(route, team, headers, body, held, stream, payload, destination)
+
+    async def _redact(
+        self,
+        exchange: Exchange,
+        api_path: str,
+        content_type: str | None,
+        payload: object,
+        segments: list[Segment],
+        policy: TeamPolicy,
+        deadline: float,
+    ) -> tuple[Inspection, object, bytes] | None:
+        """The request with its secrets replaced (`outbound.on_secret: redact`), inspected again.
+
+        Only a JSON body can be rewritten; a secret in the path, the query or a
+        header is not, and the request stays denied. So does one whose rewrite
+        the floor still finds something in.
+        """
+        if not isinstance(payload, (dict, list)):
+            return None
+        route = exchange.route
+        assert route is not None
+        rewritten, redacted = self._guard.redact(payload, policy, route.name)
+        if not redacted:
+            return None
+        body = json.dumps(rewritten, separators=(",", ":")).encode()
+        fresh, parsed = request_segments(api_path, exchange.query, content_type, body)
+        # The request's other texts (path, method, headers) as they were.
+        fresh[:0] = [s for s in segments if s.role in ("path", "header")]
+        inspection = await self._guard.inspect(fresh, policy, route.name, deadline)
+        if inspection.floor.action == "deny":
+            return None
+        exchange.redacted = redacted
+        return inspection, parsed, body
 
     async def _judge(
         self, inspection: Inspection, policy: TeamPolicy, reviewed: _Reviewed

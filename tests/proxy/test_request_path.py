@@ -303,14 +303,14 @@ async def test_inspection_past_its_time_limit_is_a_guard_failure(
 ) -> None:
     from gateway.guard import floor
 
-    find = floor.find
+    find = floor.Floor.find
 
-    def slow(text: str) -> list[tuple[str, str]]:
+    def slow(self: floor.Floor, text: str) -> list[tuple[str, str]]:
         time.sleep(0.05)
-        return find(text)
+        return find(self, text)
 
     stack: Stack = await make_stack(limits=Limits(inspect_timeout_ms=100))
-    monkeypatch.setattr(floor, "find", slow)
+    monkeypatch.setattr(floor.Floor, "find", slow)
     with pytest.raises(openai.PermissionDeniedError) as info:
         await _chat(_openai(stack))
     assert info.value.response.headers["x-reefgate-category"] == "guard_failure"
@@ -327,13 +327,13 @@ async def test_a_large_body_lets_other_requests_through_while_it_is_judged(
     monkeypatch.setattr(pipeline, "_OVERLAP", 1024)
     monkeypatch.setattr(pipeline, "_YIELD_CHARS", 8 * 1024)
     judging = asyncio.Event()
-    find = floor.find
+    find = floor.Floor.find
 
-    def noting(text: str) -> list[tuple[str, str]]:
+    def noting(self: floor.Floor, text: str) -> list[tuple[str, str]]:
         judging.set()
-        return find(text)
+        return find(self, text)
 
-    monkeypatch.setattr(floor, "find", noting)
+    monkeypatch.setattr(floor.Floor, "find", noting)
     text = "The quarterly report lists revenue by region and product line. " * 16_000
     body = json.dumps(
         {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": text}]}

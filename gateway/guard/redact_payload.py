@@ -1,0 +1,46 @@
+"""`outbound.on_secret: redact`: a JSON request with its secrets replaced, so it may still go.
+
+Sans-IO. Every string of the payload (object keys too) that holds a finding
+the team does not allow is rewritten: built-in secrets through `redact` (which
+also finds a secret in its base64, hex or escaped spelling), a team's
+deny-custom-rule matches by their spans; each becomes ``[REDACTED:<kind>]``.
+The result is plain JSON again, so the upstream and the SDK see an ordinary
+exchange. The caller inspects the rewritten request once more and denies it if
+the floor still finds anything: redaction never lets through what it missed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gateway.guard import redact
+
+# (text, path) -> the kinds of the findings there that must go; empty when none.
+Judge = Callable[[str, str], list[str]]
+# text -> the text with a team's deny-custom-rule matches replaced by markers.
+Mark = Callable[[str], str]
+
+
+def redact_payload(payload: object, judge: Judge, mark: Mark) -> object:
+    """``payload`` with each string holding a finding that must go rewritten."""
+
+    def text(value: str, path: str) -> str:
+        if not judge(value, path):
+            return value
+        return mark(redact.redact(value))
+
+    def walk(node: object, path: str) -> object:
+        if isinstance(node, str):
+            return text(node, path)
+        if isinstance(node, dict):
+            out: dict[object, object] = {}
+            for key, value in node.items():
+                where = f"{path}.{key}" if path else str(key)
+                new_key = text(key, f"{where}.<key>") if isinstance(key, str) else key
+                out[new_key] = walk(value, where)
+            return out
+        if isinstance(node, list):
+            return [walk(item, f"{path}[{i}]") for i, item in enumerate(node)]
+        return node
+
+    return walk(payload, "")
