@@ -48,6 +48,7 @@ from bench._common import (
     tree_cpu_s,
 )
 from bench._corpus import AgentTurns
+from bench._stages import stage_us
 
 CHAT = "/v1/chat/completions"
 
@@ -117,6 +118,7 @@ class Bench:
             name: Server(name) for name in ("direct", "bare", *(v[0] for v in VARIANTS))
         }
         self.run_no = 0
+        self.stages: dict[str, float] = {}
 
     def start(self) -> None:
         svc = self.services
@@ -180,6 +182,10 @@ class Bench:
         return result
 
     async def run(self) -> None:
+        # In-process timers first, while nothing else runs on the machine.
+        progress("in-process stage timers")
+        requests = 100 if self.opts.smoke else 1000 if self.opts.quick else 3000
+        self.stages = await stage_us(ROOT / "config", self.tmp, requests)
         order = list(self.servers.values())
         for r in range(self.plan.rounds):
             # Rotating the order spreads drift over every variant.
@@ -246,10 +252,33 @@ class Bench:
             "stages (difference in CPU per request between neighbouring servers)",
             table(["stage", "cpu us/req", "share of excess over bare"], stage_rows, digits=2),
         )
+        rep.add(
+            "in-process stage timers (the gateway's own functions, same turns, no HTTP)",
+            table(
+                ["stage", "us/request"],
+                [[name, value] for name, value in self.stages.items()],
+                digits=1,
+            ),
+        )
         ratio_full = clean_number(_ratio(t["reefgate"].rps(), bare.rps()), 3)
         ratio_no_guard = clean_number(_ratio(t["no_guard"].rps(), bare.rps()), 3)
+        bare_added = bare.p50_c1() - direct_p50
+        added_ratio = clean_number(_ratio(t["reefgate"].p50_c1() - direct_p50, bare_added), 3)
         targets = [
-            Target("rps / bare proxy, c=50: reefgate", ratio_full, ">=", 0.8),
+            Target(
+                "guard us/request (in-process timer)",
+                clean_number(self.stages.get("guard", math.nan), 1),
+                "<=",
+                100.0,
+            ),
+            Target("rps / bare proxy, c=50: reefgate", ratio_full, ">=", 0.55),
+            Target(
+                "added p50 at c=1: reefgate / bare proxy",
+                added_ratio,
+                "<=",
+                1.8,
+                note="latency each adds over calling the upstream directly",
+            ),
             Target(
                 "rps / bare proxy, c=50: without the guard",
                 ratio_no_guard,
@@ -268,6 +297,8 @@ class Bench:
             "stage_cpu_ms": data_stage,
             "rps_vs_bare_c50": ratio_full,
             "rps_vs_bare_c50_without_guard": ratio_no_guard,
+            "added_p50_c1_vs_bare": added_ratio,
+            "stage_us_in_process": {k: clean_number(v, 1) for k, v in self.stages.items()},
             "targets": targets_json(targets),
             "null_reasons": {
                 key: "the bare proxy answered nothing at c=50"
@@ -276,7 +307,12 @@ class Bench:
                     ("rps_vs_bare_c50_without_guard", ratio_no_guard),
                 )
                 if value is None
-            },
+            }
+            | (
+                {"added_p50_c1_vs_bare": "the bare proxy added no measurable latency at c=1"}
+                if added_ratio is None
+                else {}
+            ),
             "machine": info,
         }
         return rep
