@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import anthropic
 import openai
 import pytest
@@ -272,3 +274,21 @@ async def test_deny_stays_the_default(make_stack: StackFactory) -> None:
     with pytest.raises(openai.PermissionDeniedError):
         await _chat(stack, f"deploy with {GITHUB_PAT}")
     assert stack.upstream.received == []
+
+
+async def test_redact_sends_a_compressed_body_plain(make_stack: StackFactory) -> None:
+    stack = await _team(make_stack, outbound=Outbound(on_secret="redact"))
+    payload = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": GITHUB_PAT}]}
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{stack.url}/openai/v1/chat/completions",
+            data=gzip.compress(json.dumps(payload).encode()),
+            headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+        ) as response,
+    ):
+        assert response.status == 200
+        assert response.headers["x-reefgate-decision"] == "allow"
+    [got] = stack.upstream.received
+    assert "content-encoding" not in got.headers
+    assert json.loads(got.body)["messages"][0]["content"] == "[REDACTED:github_token]"
