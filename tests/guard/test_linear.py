@@ -32,7 +32,8 @@ from typing import Any
 import pytest
 
 from gateway.guard.detectors import injection, secrets
-from gateway.guard.detectors.secrets import engine, formats, names, tokens, urls
+from gateway.guard.detectors.secrets import engine, names, tokens, urls
+from gateway.guard.detectors.secrets.rules import RULES
 from tests.guard.meter import Meter, ambiguities, char_class
 
 
@@ -232,7 +233,7 @@ def secret_atoms() -> dict[str, list[str]]:
     key_names = [*keywords, *names._PW_WORDS, *names._STRONG_SUFFIXES]
     return {
         "token prefixes": [*tokens._PREFIX_RULES, tokens._BUNDLE_PREFIX],
-        "A-led formats": [lead for leads, _, _ in formats._A_RULES for lead in leads],
+        "keyword formats": [k for r in RULES for k in r.keywords],
         "pass anchors": sorted({a for p in engine._PASSES for a in p.anchors}),
         # Alone and, in capitals, at the end of a longer name (read back from the keyword).
         "key-name keywords": [*key_names, *("x_" + k.upper() for k in keywords)],

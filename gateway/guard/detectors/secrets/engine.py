@@ -51,18 +51,12 @@ from gateway.guard.detectors.secrets.assignments import (
 from gateway.guard.detectors.secrets.common import _A, _PRIO_SPECIFIC, _Ctx
 from gateway.guard.detectors.secrets.curl import _CURL, _on_curl
 from gateway.guard.detectors.secrets.formats import (
-    _A_RE,
-    _DAPI_PASS_RE,
-    _GITLAB_RUNNER_RE,
     _PIPE_RE,
     _TILDE_RE,
-    _TWILIO_RE,
-    _on_a,
-    _on_dapi,
-    _on_glued,
     _on_pipe,
     _on_tilde,
 )
+from gateway.guard.detectors.secrets.glued import KEYWORDS_AT, on_keyword_token, probe
 from gateway.guard.detectors.secrets.jwt import _JWT_PASS_RE, _on_jwt
 from gateway.guard.detectors.secrets.private_keys import _BEGIN_RE, _on_begin
 from gateway.guard.detectors.secrets.tokens import (
@@ -172,16 +166,12 @@ _PASSES: tuple[_Pass, ...] = (
     _text_pass(_UNDER_RE, _on_prefix, _UNDER_PROBE),
     _text_pass(_DASH_RE, _on_dash, _DASH_PROBE),
     _text_pass(_DOT_RE, _on_dot, _DOT_PROBE),
-    _text_pass(_A_RE, _on_a),
+    # Token formats whose keyword runs into the body (rules.yaml, "keywords").
+    *(_pass(a, probe(a), on_keyword_token, low=probe(a, lower=True)) for a in KEYWORDS_AT),
     _text_pass(_JWT_PASS_RE, _on_jwt),
     _text_pass(_BEGIN_RE, _on_begin),
     _text_pass(_TILDE_RE, _on_tilde),
     _text_pass(_PIPE_RE, _on_pipe),
-    # Also looked for with the keywords, in the lowercased copy: lowercase
-    # versions of their patterns find at least what they find.
-    _text_pass(_GITLAB_RUNNER_RE, _on_glued, low=r"r1348941[a-z0-9_-]{20,50}(?![a-z0-9_-])"),
-    _text_pass(_DAPI_PASS_RE, _on_dapi, low=r"i(?<=dapi)"),
-    _text_pass(_TWILIO_RE, _on_glued),
     _text_pass(_COLON_RE, _on_colon, _COLON_PROBE),
     _text_pass(_EQ_RE, _on_eq, _EQ_PROBE),
     _word_pass(_KW_K, _on_keyword),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from gateway.guard.detectors.secrets.assignments import _on_cli
 from gateway.guard.detectors.secrets.bundler import _on_bundle
 from gateway.guard.detectors.secrets.common import _A, _PRIO_SPECIFIC, _Ctx
+from gateway.guard.detectors.secrets.rules import RULES
 from gateway.guard.detectors.secrets.values import (
     _at,
     _char_classes,
@@ -34,105 +35,26 @@ class _Rule:
     runs: bool
     wordy: bool
     min_classes: int
+    entropy: float
 
 
-def _rules(
-    prefixes: str, kind: str, body: str, classes: int = 2, runs: bool = True
-) -> dict[str, _Rule]:
-    # eyJ (base64 JSON) bodies read like words to the wordy test; skip it there.
-    rule = _Rule(kind, re.compile(body, _A), runs, not body.startswith("eyJ"), classes)
-    return dict.fromkeys(prefixes.split(), rule)
+def _from_rules() -> dict[str, _Rule]:
+    out: dict[str, _Rule] = {}
+    for r in RULES:
+        # eyJ (base64 JSON) bodies read like words to the wordy test; skip it there.
+        rule = _Rule(
+            r.kind,
+            r.pattern,
+            r.runs,
+            not r.pattern.pattern.startswith("eyJ"),
+            r.min_classes,
+            r.entropy,
+        )
+        out.update(dict.fromkeys(r.prefixes, rule))
+    return out
 
 
-_B62 = "A-Za-z0-9"
-_END = r"(?![A-Za-z0-9])"
-_END_ = r"(?![A-Za-z0-9_-])"
-
-_PREFIX_RULES: dict[str, _Rule] = {
-    **_rules("ghp_ gho_ ghu_ ghs_ ghr_", "github_token", rf"[{_B62}]{{20,255}}{_END}"),
-    **_rules("github_pat_", "github_token", rf"[{_B62}_]{{22,255}}{_END}"),
-    **_rules(
-        "sk_live_ sk_test_ sk_prod_ rk_live_ rk_test_ rk_prod_",
-        "stripe_key",
-        rf"[{_B62}]{{10,255}}{_END}",
-    ),
-    **_rules("whsec_", "stripe_key", r"[A-Za-z0-9+/=]{24,128}(?![A-Za-z0-9+/=])"),
-    **_rules("hf_ api_org_", "huggingface_token", rf"[{_B62}]{{30,40}}{_END_}"),
-    **_rules("npm_", "npm_token", rf"[{_B62}]{{36}}{_END}"),
-    **_rules("dop_v1_ doo_v1_ dor_v1_", "digitalocean_token", rf"[a-f0-9]{{64}}{_END}", 1),
-    **_rules("shpat_ shpca_ shppa_ shpss_", "shopify_token", rf"[a-fA-F0-9]{{32}}{_END}", 1),
-    **_rules("sgp_", "sourcegraph_token", rf"(?:[a-fA-F0-9]{{16}}_)?[a-fA-F0-9]{{40}}{_END}"),
-    **_rules("sgp_local_", "sourcegraph_token", rf"[a-fA-F0-9]{{40}}{_END}"),
-    **_rules("glc_", "grafana_token", r"[A-Za-z0-9+/]{32,400}={0,2}(?![A-Za-z0-9+/=])"),
-    **_rules("glsa_", "grafana_token", rf"[{_B62}]{{32}}_[A-Fa-f0-9]{{8}}{_END}"),
-    **_rules("ops_", "onepassword_token", r"eyJ[A-Za-z0-9+/=_-]{60,4096}"),
-    **_rules("pnu_", "prefect_token", rf"[{_B62}]{{36}}{_END}"),
-    **_rules("fo1_", "flyio_token", rf"[A-Za-z0-9_-]{{43}}{_END_}"),
-    **_rules("fm1a_ fm1r_ fm2_", "flyio_token", r"[A-Za-z0-9+/=_-]{100,4096}"),
-    **_rules("sntrys_", "sentry_token", r"eyJ[A-Za-z0-9+/=_-]{30,4096}"),
-    **_rules("sntryu_", "sentry_token", rf"[a-f0-9]{{64}}{_END}", 1),
-    **_rules("ntn_", "notion_token", rf"[{_B62}]{{40,50}}{_END}"),
-    **_rules("CLOJARS_", "clojars_token", rf"[a-z0-9]{{60}}{_END}"),
-    **_rules("sqp_ squ_ sqa_", "sonar_token", rf"[{_B62}]{{40}}{_END}"),
-    **_rules(
-        "pscale_tkn_ pscale_pw_ pscale_oauth_",
-        "planetscale_token",
-        r"[A-Za-z0-9_.-]{32,64}(?![A-Za-z0-9_.-])",
-    ),
-    **_rules("lin_api_", "linear_api_key", rf"[{_B62}]{{40}}{_END}"),
-    **_rules("rubygems_", "rubygems_token", rf"[a-f0-9]{{48}}{_END}", 1),
-    **_rules("sk-", "openai_api_key", r"[A-Za-z0-9_-]{16,300}(?![A-Za-z0-9_-])", 1),
-    **_rules(
-        "glpat- glptt- gldt- glrt- glrtr- glft- glsoat- glcbt- glimt- glagent- gloas- glffct-",
-        "gitlab_token",
-        r"[A-Za-z0-9_-]{20,1024}(?![A-Za-z0-9_-])",
-    ),
-    # Slack bodies legitimately repeat digits ("xoxa-2-511111111-...").
-    **_rules(
-        "xoxa- xoxb- xoxp- xoxr- xoxs- xoxo- xoxe-",
-        "slack_token",
-        r"[A-Za-z0-9-]{10,400}(?![A-Za-z0-9-])",
-        1,
-        runs=False,
-    ),
-    **_rules("xapp-", "slack_token", r"[0-9]-[A-Za-z0-9-]{30,400}(?![A-Za-z0-9-])", runs=False),
-    **_rules("pypi-", "pypi_token", r"AgE[A-Za-z0-9_-]{50,1024}"),
-    **_rules("GOCSPX-", "google_oauth_client_secret", rf"[A-Za-z0-9_-]{{28}}{_END_}"),
-    **_rules("sq0atp- sq0csp-", "square_token", r"[A-Za-z0-9_\\-]{22,60}(?![A-Za-z0-9_-])"),
-    **_rules("pplx-", "perplexity_api_key", rf"[{_B62}]{{48}}{_END}"),
-    **_rules("ico-", "infracost_token", rf"[{_B62}]{{32}}{_END}"),
-    **_rules("HRKU-", "heroku_api_key", r"AA[A-Za-z0-9_-]{58}(?![A-Za-z0-9_-])"),
-    **_rules("bedrock-api-key-", "aws_bedrock_api_key", r"[A-Za-z0-9+/=]{20,512}"),
-    **_rules("key-", "mailgun_api_key", rf"[a-f0-9]{{32}}{_END}", 1),
-    **_rules("v1.0-", "cloudflare_origin_ca_key", rf"[a-f0-9]{{24}}-[a-f0-9]{{146}}{_END}", 1),
-    **_rules("s-s4t2ud- s-s4t2af-", "intra42_secret", rf"[a-f0-9]{{64}}{_END}", 1),
-    **_rules("PMAK-", "postman_api_key", rf"[a-f0-9]{{24}}-[a-f0-9]{{34}}{_END}", 1),
-    **_rules("NRAK-", "newrelic_key", rf"[A-Z0-9]{{27}}{_END}"),
-    **_rules("pul-", "pulumi_token", rf"[a-f0-9]{{40}}{_END}", 1),
-    **_rules("xkeysib-", "brevo_api_key", rf"[a-f0-9]{{64}}-[{_B62}]{{16}}{_END}"),
-    **_rules("ya29.", "google_oauth_token", r"[A-Za-z0-9_-]{30,2048}(?![A-Za-z0-9_-])"),
-    **_rules("hvs.", "vault_token", r"[A-Za-z0-9_-]{90,120}(?![A-Za-z0-9_-])"),
-    **_rules("hvb.", "vault_token", r"[A-Za-z0-9_-]{138,400}(?![A-Za-z0-9_-])"),
-    **_rules("SG.", "sendgrid_api_key", rf"[A-Za-z0-9_-]{{22}}\.[A-Za-z0-9_-]{{43}}{_END_}"),
-    **_rules("dp.pt. dp.st. dp.sa. dp.ct. dp.scim.", "doppler_token", rf"[{_B62}]{{40,44}}{_END}"),
-    # LLM and developer platforms an agent is likely to hold keys for.
-    **_rules("gsk_", "groq_api_key", rf"[{_B62}]{{52}}{_END}"),
-    **_rules("r8_", "replicate_api_token", rf"[{_B62}]{{37}}{_END}"),
-    **_rules("tvly-", "tavily_api_key", rf"(?:dev-|prod-)?[{_B62}]{{32}}{_END}"),
-    **_rules("xai-", "xai_api_key", rf"[{_B62}]{{70,90}}{_END}"),
-    **_rules("lsv2_pt_ lsv2_sk_", "langsmith_api_key", rf"[a-f0-9]{{32}}_[a-f0-9]{{10}}{_END}", 1),
-    **_rules("pcsk_", "pinecone_api_key", r"[A-Za-z0-9_]{60,90}(?![A-Za-z0-9_])"),
-    **_rules("dckr_pat_", "docker_token", rf"[A-Za-z0-9_-]{{27}}{_END_}"),
-    **_rules("figd_", "figma_token", rf"[A-Za-z0-9_-]{{40}}{_END_}"),
-    **_rules("nfp_", "netlify_token", rf"[{_B62}]{{36,40}}{_END}"),
-    **_rules("sbp_", "supabase_token", rf"[a-f0-9]{{40}}{_END}", 1),
-    **_rules("CFPAT-", "contentful_token", rf"[A-Za-z0-9_-]{{43}}{_END_}"),
-    **_rules("FLWSECK- FLWSECK_TEST-", "flutterwave_key", rf"[a-fA-F0-9]{{32}}-X{_END}", 1),
-    **_rules("shippo_live_ shippo_test_", "shippo_token", rf"[a-f0-9]{{40}}{_END}", 1),
-    **_rules("tfp_", "typeform_token", r"[A-Za-z0-9._-]{59}(?![A-Za-z0-9._-])"),
-    **_rules("rdme_", "readme_api_key", rf"[a-z0-9]{{70}}{_END}"),
-    **_rules("dt0c01.", "dynatrace_token", rf"[A-Z0-9]{{24}}\.[A-Z0-9]{{64}}{_END}"),
-}
+_PREFIX_RULES: dict[str, _Rule] = _from_rules()
 
 # Not a token format, but found by the same pass: Bundler host credentials
 # (BUNDLE_GEMS__EXAMPLE__COM=user:password).
@@ -270,7 +192,7 @@ def _on_prefix(ctx: _Ctx, m: re.Match[str]) -> None:
     body = bm.group(0)
     if not _clean_token(body, rule.runs) or (rule.wordy and _is_wordy(body)):
         return
-    if _char_classes(body) < rule.min_classes:
+    if _char_classes(body) < rule.min_classes or (rule.entropy and _entropy(body) < rule.entropy):
         return
     kind = rule.kind
     if kind == "slack_token" and prefix != "xapp-" and not _slack_ok(body):

@@ -1,0 +1,110 @@
+"""Token formats whose literal runs straight into the body: ``AKIA``, ``GR1348941``, ``dapi``.
+
+The formats are data (``rules.yaml``, entries with ``keywords``). The scan finds
+them with one pass per anchor character: each keyword is anchored on the
+character of it that costs the prefilter least (one some other pass already
+looks for, else a capital, a digit or a rare letter), and the pass's pattern
+is the rest of the keyword with a lookbehind for the part before the anchor.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gateway.guard.detectors.secrets.common import _PRIO_SPECIFIC, _Ctx
+from gateway.guard.detectors.secrets.rules import RULES, Rule
+from gateway.guard.detectors.secrets.values import (
+    _char_classes,
+    _clean_token,
+    _entropy,
+    _left_ok,
+)
+
+# Characters other passes already anchor on (see ``engine``): a keyword anchored
+# on one of them adds an alternative to a branch the prefilter enters anyway.
+# Separators are left out: they are the commonest anchors, and their probes are
+# laid out for speed.
+_SHARED = frozenset("AJBGSkcpugKCPUG")
+_RARE_LOWER = frozenset("qjzx")
+
+
+def _cost(c: str) -> int:
+    if c in _SHARED:
+        return 0
+    if c.isupper():
+        return 1
+    if c in _RARE_LOWER:
+        return 2
+    if c.isdigit():
+        return 3
+    if c.islower():
+        return 4
+    return 5
+
+
+@dataclass(frozen=True, slots=True)
+class _Keyword:
+    literal: str
+    offset: int  # of the anchor character in the literal
+    rule: Rule
+
+
+def _anchor(literal: str) -> int:
+    return min(range(len(literal)), key=lambda i: (_cost(literal[i]), i))
+
+
+def _table() -> dict[str, tuple[_Keyword, ...]]:
+    by_anchor: dict[str, list[_Keyword]] = {}
+    for rule in RULES:
+        for literal in rule.keywords:
+            i = _anchor(literal)
+            by_anchor.setdefault(literal[i], []).append(_Keyword(literal, i, rule))
+    # Longer keywords first: "EAAA" (Square) is tried before a shorter one it extends.
+    return {
+        a: tuple(sorted(ks, key=lambda k: -len(k.literal))) for a, ks in sorted(by_anchor.items())
+    }
+
+
+KEYWORDS_AT: dict[str, tuple[_Keyword, ...]] = _table()
+
+
+def probe(anchor: str, lower: bool = False) -> str:
+    """What follows ``anchor`` where one of its keywords is: the rest, then a
+    lookbehind for the whole keyword when the anchor is not its first character."""
+    alts = []
+    for k in KEYWORDS_AT[anchor]:
+        lit = k.literal.lower() if lower else k.literal
+        behind = f"(?<={re.escape(lit)})" if k.offset else ""
+        alts.append(re.escape(lit[k.offset + 1 :]) + behind)
+    return "(?:" + "|".join(dict.fromkeys(alts)) + ")"
+
+
+def _token_ok(rule: Rule, token: str, body: str) -> bool:
+    if rule.fill == "xxxx":
+        # AWS docs and fixtures fill ids with Z or EXAMPLE; only XXXX is a blank.
+        if "XXXX" in token:
+            return False
+    elif not _clean_token(body, rule.runs):
+        return False
+    if len(token) < rule.min_length or _char_classes(body) < rule.min_classes:
+        return False
+    return not rule.entropy or _entropy(body) >= rule.entropy
+
+
+def on_keyword_token(ctx: _Ctx, m: re.Match[str]) -> None:
+    text = ctx.text
+    pos = m.start()
+    for k in KEYWORDS_AT[text[pos]]:
+        start = pos - k.offset
+        if start < 0 or not text.startswith(k.literal, start):
+            continue
+        if not _left_ok(text, start, k.rule.left):
+            return
+        tm = k.rule.pattern.match(text, start)
+        if tm is None:
+            continue
+        token = tm.group(0)
+        if _token_ok(k.rule, token, token[len(k.literal) :]):
+            ctx.add(start, tm.end(), k.rule.kind, _PRIO_SPECIFIC)
+        return
