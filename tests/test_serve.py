@@ -290,3 +290,41 @@ def test_audit_verify_reports_each_chain(tmp_path: Path) -> None:
     out = _verify(str(tmp_path / "audit.w1.jsonl"), str(tmp_path / "nothing-*.jsonl"))
     assert out.returncode == 1
     assert "no audit file in" in out.stderr
+
+
+async def test_detection_controls_from_team_yaml(
+    aiohttp_server: AiohttpServer, tmp_path: Path, processes: list[subprocess.Popen[str]]
+) -> None:
+    import openai
+
+    fake = FakeUpstream()
+    upstream_server = await aiohttp_server(fake.app())
+    upstream = str(upstream_server.make_url("")).rstrip("/")
+    config = _write_config(
+        tmp_path,
+        upstream,
+        team=(
+            "allow:\n  patterns: ['AKIA[A-Z0-9]{9}EXAMPLE']\n"
+            "detectors:\n  custom:\n    - {kind: project_falcon, pattern: '(?i)project falcon'}\n"
+            "outbound: {on_secret: redact}\n"
+        ),
+    )
+    served = _start(config, processes)
+    client = openai.AsyncOpenAI(base_url=f"{served.url}/openai/v1", api_key="k", max_retries=0)
+    pat = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+    example = "AKIA" + "IOSFODNN7EXAMPLE"
+    completion = await client.chat.completions.create(
+        model="gpt-4o-mini",
+        messages=[{"role": "user", "content": f"{example} is fine, {pat} is not; Project Falcon"}],
+    )
+    assert completion.choices[0].message.content == "hello from upstream"
+    sent = json.loads(fake.received[0].body)["messages"][0]["content"]
+    assert sent == f"{example} is fine, [REDACTED:github_token] is not; [REDACTED:project_falcon]"
+    served.process.send_signal(signal.SIGTERM)
+    assert await _exit_code(served.process) == 0, served.logged()
+    [entry] = [
+        json.loads(line)["event"]["payload"]
+        for line in (tmp_path / "var" / "audit.jsonl").read_text().splitlines()
+    ]
+    assert entry["allowed"][0]["rule"] == "allow.patterns[0]"
+    assert sorted(r["kind"] for r in entry["redacted"]) == ["github_token", "project_falcon"]

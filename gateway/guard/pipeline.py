@@ -345,8 +345,8 @@ class Guard:
         team_floor, allow = policy.floor, policy.allow
         redacted: list[Evidence] = []
 
-        def judge(text: str, path: str) -> list[str]:
-            kinds = []
+        def judge(text: str, path: str) -> tuple[bool, list[str]]:
+            must_go, keep = False, []
             for kind, value in team_floor.find(text):
                 if team_floor.action(kind) == "review":
                     continue
@@ -354,10 +354,11 @@ class Guard:
                 if allow is not None and allow.rule(
                     kind, found.fingerprint, found.patterns, path, upstream
                 ):
+                    keep.append(value)
                     continue
-                kinds.append(kind)
+                must_go = True
                 redacted.append(Evidence(kind, found.fingerprint, _shown_path(path)))
-            return kinds
+            return must_go, keep
 
         return redact_payload(payload, judge, team_floor.mark), redacted
 

@@ -4,19 +4,21 @@ Sans-IO. Every string of the payload (object keys too) that holds a finding
 the team does not allow is rewritten: built-in secrets through `redact` (which
 also finds a secret in its base64, hex or escaped spelling), a team's
 deny-custom-rule matches by their spans; each becomes ``[REDACTED:<kind>]``.
-The result is plain JSON again, so the upstream and the SDK see an ordinary
-exchange. The caller inspects the rewritten request once more and denies it if
-the floor still finds anything: redaction never lets through what it missed.
+Values the team allows in such a string are kept. The result is plain JSON
+again, so the upstream and the SDK see an ordinary exchange. The caller
+inspects the rewritten request once more and denies it if the floor still
+finds anything: redaction never lets through what it missed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from secrets import token_hex
 
 from gateway.guard import redact
 
-# (text, path) -> the kinds of the findings there that must go; empty when none.
-Judge = Callable[[str, str], list[str]]
+# (text, path) -> whether a finding there must go, and the allowed values to keep.
+Judge = Callable[[str, str], tuple[bool, list[str]]]
 # text -> the text with a team's deny-custom-rule matches replaced by markers.
 Mark = Callable[[str], str]
 
@@ -24,10 +26,21 @@ Mark = Callable[[str], str]
 def redact_payload(payload: object, judge: Judge, mark: Mark) -> object:
     """``payload`` with each string holding a finding that must go rewritten."""
 
+    nonce = token_hex(8)
+
     def text(value: str, path: str) -> str:
-        if not judge(value, path):
+        must_go, keep = judge(value, path)
+        if not must_go:
             return value
-        return mark(redact.redact(value))
+        # Allowed values stay as they are: set aside behind placeholders the
+        # floor finds nothing in, and put back once the rest is redacted.
+        held = [(f"\x00{nonce}:{i}\x00", v) for i, v in enumerate(keep)]
+        for placeholder, kept in held:
+            value = value.replace(kept, placeholder)
+        value = mark(redact.redact(value))
+        for placeholder, kept in held:
+            value = value.replace(placeholder, kept)
+        return value
 
     def walk(node: object, path: str) -> object:
         if isinstance(node, str):
