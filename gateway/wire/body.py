@@ -68,15 +68,20 @@ def decode_utf8(body: bytes) -> str:
     try:
         return body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BadRequest(
-            f"request body is not valid UTF-8 (byte offset {exc.start})", code="invalid_utf8"
-        ) from exc
+        raise _not_utf8(exc) from exc
+
+
+def _not_utf8(exc: UnicodeDecodeError) -> BadRequest:
+    return BadRequest(
+        f"request body is not valid UTF-8 (byte offset {exc.start})", code="invalid_utf8"
+    )
 
 
 def parse_json(body: bytes) -> object:
-    text = decode_utf8(body)
     try:
-        return jsontext.loads(text)
+        return jsontext.loads_utf8(body)
+    except UnicodeDecodeError as exc:
+        raise _not_utf8(exc) from exc
     except jsontext.DuplicateKey as exc:
         raise BadRequest("JSON object has a duplicate key", code="invalid_json") from exc
     except jsontext.JSONTextError as exc:
@@ -397,7 +402,7 @@ def _body_segments(
 
 def _lenient_json(body: bytes) -> object | None:
     try:
-        payload: object = jsontext.loads(body.decode("utf-8"))
+        payload: object = jsontext.loads_utf8(body)
     except (UnicodeDecodeError, jsontext.JSONTextError):
         return None
     return payload
