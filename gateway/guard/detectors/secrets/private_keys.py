@@ -1,4 +1,11 @@
-"""PEM private key blocks."""
+"""PEM private key blocks, however they were pasted.
+
+Every label (RSA, EC, DSA, OPENSSH, ENCRYPTED, PGP ... BLOCK, and the post-quantum
+ones with dashes: ML-DSA-65, ML-KEM-768, SLH-DSA-SHA2-128S), in JSON or code
+strings with escaped line breaks, concatenated across lines, behind comment
+marks, in log output with a timestamp or build-step prefix on every line, and
+cut off before the footer. PuTTY and age keys are formats in ``rules.yaml``.
+"""
 
 from __future__ import annotations
 
@@ -8,8 +15,8 @@ from gateway.guard.detectors.secrets.common import _A, _PRIO_SPECIFIC, _Ctx
 from gateway.guard.detectors.secrets.values import _has_marker
 
 _BEGIN_RE = re.compile(r"BEGIN(?<=-----BEGIN)", _A)
-_PEM_HEAD_RE = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
-_PEM_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
+_PEM_HEAD_RE = re.compile(r"-----BEGIN [A-Z0-9 _-]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
+_PEM_END_RE = re.compile(r"-----END [A-Z0-9 _-]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
 # Between the header and the key material: real or escaped line breaks (escaped
 # once or more), quotes and concatenation of keys pasted into code, comment and
 # quote marks in front of every line (# // -- ; > * ! %), "Proc-Type:" lines.
@@ -18,6 +25,13 @@ _PEM_BODY_RE = re.compile(
     r"|[A-Za-z-]{2,30}: [^\n\\]{1,200}(?:\\+n|\n)){0,64}"
     r"([A-Za-z0-9+/=]{20,4096}+)(?![ \t]+[A-Za-z])",
     _A,
+)
+# Log output: every line carries a prefix (a timestamp and level, a build step
+# "#12 0.134", a container name and "|"). The first line after the header is
+# then some prefix, a separator, and nothing but key material to its end.
+# Only separators start the material, so the prefix costs one try per separator.
+_PEM_LOG_LINE_RE = re.compile(
+    r"[ \t\"']*\r?\n[^\n]{0,80}?[ \t|>:\]]([A-Za-z0-9+/=]{40,4096}+)[ \t]*\r?(?:\n|\Z)", _A
 )
 # What a header may be followed by and still be a key that was cut off.
 _PEM_BLANK_RE = re.compile(r"(?:[ \t\r\n\"']|\\n)*", _A)
@@ -39,6 +53,8 @@ def _on_begin(ctx: _Ctx, m: re.Match[str]) -> None:
     body_end = em.start() if em is not None else min(len(text), body_start + 4096)
     # The material of this key ends before the next header (read by its own turn).
     bm = _PEM_BODY_RE.match(text, body_start, min(body_end, limit))
+    if bm is None or bm.group(1) is None:
+        bm = _PEM_LOG_LINE_RE.match(text, body_start, min(body_end, limit))
     if bm is not None and bm.group(1) is not None:
         material = text[bm.start(1) : min(body_end, bm.start(1) + 400)]
         if not _has_marker(material) and "EXAMPLE" not in material:
