@@ -27,7 +27,7 @@ from gateway.errors import UpstreamError
 from gateway.proxy.exchange import Exchange, Phase
 from gateway.wire.calls import ToolCall
 from gateway.wire.errors import stream_error_event
-from gateway.wire.replies import AnswerStream, Ruling, body_editor
+from gateway.wire.replies import AnswerStream, Ruling, body_editor, names_no_call
 from gateway.wire.replies.base import FilterFactory, Rewrite
 from gateway.wire.sse import SSEDecoder, SSEFramer
 
@@ -153,6 +153,9 @@ async def _judged(judge: Judge, call: ToolCall, response: web.StreamResponse) ->
 
 async def edited_body(data: bytes, judge: Judge, rewrite: Rewrite | None) -> bytes:
     """A whole JSON answer with its calls judged; the bytes as sent when nothing changed."""
+    if rewrite is None and names_no_call(data):
+        # Most answers are text: one that cannot name a call goes unparsed.
+        return data
     try:
         body = json.loads(data)
     except ValueError:

@@ -59,7 +59,8 @@ def body_editor(body: object, rewrite: Rewrite | None = None) -> BodyEditor | No
 _CALL_WORDS = re.compile(rb"_call|function|tool_use|\\u")
 
 
-def _names_no_call(raw: bytes) -> bool:
+def names_no_call(raw: bytes) -> bool:
+    """Whether these bytes cannot hold a tool call in any answer format."""
     return _CALL_WORDS.search(raw) is None
 
 
@@ -98,7 +99,7 @@ class AnswerStream:
         editor = self._editor
         if editor is None or isinstance(editor, ResponsesStream):
             return False
-        if not editor.quiet() or not _names_no_call(events):
+        if not editor.quiet() or not names_no_call(events):
             return False
         editor.skipped_bytes(events)
         return True
@@ -118,7 +119,7 @@ class AnswerStream:
                 editor = self._editor = ResponsesStream(self._filter)
             elif kind == "messages":
                 editor = self._editor = MessagesStream(self._filter)
-        if editor is None or (event.dispatch and editor.quiet() and _names_no_call(event.raw)):
+        if editor is None or (event.dispatch and editor.quiet() and names_no_call(event.raw)):
             # Most events are text: with nothing held, one that cannot name a
             # call passes without being parsed.
             if editor is not None:
