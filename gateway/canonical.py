@@ -22,6 +22,10 @@ Two implementations produce the same text: ``_fast_str`` hands plain values to
 the C JSON encoder after a cheap structural pre-check, and ``_slow_str`` is the
 direct transcription of the rules above. The fast path only answers when the C
 encoder provably agrees (see ``_plain``); otherwise the slow path decides.
+``canonical_bytes`` hands the same plain values to orjson when it is installed
+(``gateway.fastjson``): with sorted keys it writes the C encoder's text, UTF-8
+encoded, and refuses lone surrogates as that encoding does
+(tests/test_canonical.py holds the three to each other).
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import json
 import math
 import re
 from collections.abc import Mapping
+
+from gateway import fastjson
 
 __all__ = [
     "CanonicalError",
@@ -52,6 +58,8 @@ _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 # (astral characters start with a U+D800..U+DBFF code unit); such dicts are
 # left to the slow path.
 _UTF16_ORDER_SENSITIVE = "\ue000"
+
+_CODEC = fastjson.CODEC
 
 _C_ENCODER = json.JSONEncoder(
     ensure_ascii=False,
@@ -85,10 +93,16 @@ def canonical_str(value: object) -> str:
 def canonical_bytes(value: object) -> bytes:
     """UTF-8 bytes of the canonical JSON of ``value``; what hashes cover."""
     try:
-        text = _fast_str(value)
-        if text is not None:
+        if _plain(value):
+            if _CODEC is not None:
+                try:
+                    return _CODEC.dumps_sorted(value)
+                except TypeError:
+                    # A lone surrogate, or nesting past orjson's limit: the
+                    # paths below decide.
+                    pass
             try:
-                return text.encode("utf-8")
+                return _C_ENCODER.encode(value).encode("utf-8")
             except UnicodeEncodeError:
                 # A surrogate somewhere: the strict encoding doubles as the scan.
                 pass

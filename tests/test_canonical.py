@@ -18,8 +18,10 @@ from types import MappingProxyType
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from gateway import canonical
+from gateway import canonical, fastjson
 from gateway.canonical import (
     CanonicalError,
     canonical_bytes,
@@ -598,3 +600,88 @@ def test_mapping_values_are_not_mutated() -> None:
     canonical_bytes(value)
     canonical._slow_str(value)
     assert repr(value) == before
+
+
+# ---------------------------------------------------------------------------
+# orjson (gateway.fastjson) against the C encoder and the rules themselves
+
+_ORJSON = fastjson.orjson_codec()
+needs_orjson = pytest.mark.skipif(_ORJSON is None, reason="orjson is not installed")
+
+_texts = st.text(st.characters(codec=None, exclude_categories=()), max_size=12)
+_plain_scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**53), 2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.floats(min_value=1e-4, max_value=1e16, exclude_max=True)
+    | st.integers()
+    | _texts
+)
+_values_st = st.recursive(
+    _plain_scalars,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.lists(children, max_size=3).map(tuple)
+        | st.dictionaries(_texts, children, max_size=4)
+    ),
+    max_leaves=24,
+)
+
+
+def _bytes_with(codec: fastjson.Codec | None, value: object) -> object:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(canonical, "_CODEC", codec)
+        return _canonical_or_error(canonical_bytes, value)
+
+
+@needs_orjson
+@settings(max_examples=600, deadline=None)
+@given(_values_st)
+def test_orjson_bytes_equal_the_encoders(value: object) -> None:
+    # Floats, ints past 2**53, unicode past U+E000, surrogates and control
+    # characters included: what _plain lets through orjson writes as the C
+    # encoder does; the rest falls back, with the same bytes or error.
+    slow = _canonical_or_error(lambda v: _slow(v).encode("utf-8"), value)
+    assert _bytes_with(_ORJSON, value) == slow
+    assert _bytes_with(None, value) == slow
+
+
+@needs_orjson
+def test_orjson_bytes_equal_the_encoders_seeded() -> None:
+    taken = 0
+    for gen in (_random_value, _random_plain):
+        for value in _values(15, 4000, gen):
+            slow = _canonical_or_error(lambda v: _slow(v).encode("utf-8"), value)
+            assert _bytes_with(_ORJSON, value) == slow, ascii(value)
+            if canonical._plain(value):
+                assert _ORJSON is not None
+                try:
+                    assert _ORJSON.dumps_sorted(value) == slow
+                    taken += 1
+                except TypeError:
+                    # Refused for a lone surrogate, as the strict UTF-8 encoding refuses it.
+                    assert canonical._has_surrogate(canonical._C_ENCODER.encode(value))
+    assert taken > 3000
+
+
+@needs_orjson
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": "\ud800"},
+        ["x", "\udfff"],
+        {"\ud83d\ude00": 1},
+        {"z": 1, "\x00": 2, "é": 3, "\u2028": 4},
+        [[[]]] * 3,
+        {"deep": json.loads("[" * 400 + "]" * 400)},
+        {"n": 2**53, "m": -(2**53), "f": 0.0001, "g": 9999999999999998.5, "t": True},
+        {"x": 1.0},
+        {"x": 2**64},
+        {1: "non-str key"},
+        _Dict(b=1, a=2),
+    ],
+)
+def test_orjson_bytes_known_cases(value: object) -> None:
+    slow = _canonical_or_error(lambda v: _slow(v).encode("utf-8"), value)
+    assert _bytes_with(_ORJSON, value) == slow

@@ -167,7 +167,10 @@ class AuditLog:
         seq = self._seq + 1
         event = {"payload": payload, "seq": seq, "ts": ts_ms, "type": type}
         event_bytes = canonical_bytes(event)
-        entry_hash = hashlib.sha256(self._head_raw + event_bytes).hexdigest()
+        hasher = hashlib.sha256(self._head_raw)
+        hasher.update(event_bytes)
+        head_raw = hasher.digest()
+        entry_hash = head_raw.hex()
         # The canonical form of the whole entry, assembled without serialising
         # the event twice: keys sort as entryHash < event < prevHash, and both
         # hashes are plain lowercase hex (tests assert the equality).
@@ -193,7 +196,7 @@ class AuditLog:
             raise AuditLogError(f"audit write failed: {exc}") from exc
         self._seq = seq
         self._head = entry_hash
-        self._head_raw = bytes.fromhex(entry_hash)
+        self._head_raw = head_raw
         return entry_hash
 
     def reopen(self) -> None:
