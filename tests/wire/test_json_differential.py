@@ -15,7 +15,10 @@ and are skipped only where orjson is not installed.
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -415,3 +418,14 @@ def test_loads_utf8_raises_what_decoding_raises() -> None:
     with pytest.raises(UnicodeDecodeError) as info:
         jsontext.loads_utf8(b'{"a":"\xff"}')
     assert info.value.start == 6
+
+
+@pytest.mark.parametrize(("setting", "absent"), [("1", True), ("0", False), ("", False)])
+def test_the_environment_hides_orjson(setting: str, absent: bool) -> None:
+    # Read once, at import: a fresh interpreter sees the setting.
+    env = {**os.environ, fastjson.DISABLE_ENV: setting}
+    probe = "from gateway import fastjson; print(fastjson.CODEC is None)"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == str(absent)
