@@ -600,7 +600,12 @@ def _unescape(token: str) -> str | bytes | None:
         raw = unquote_to_bytes(token)
         if len(raw) >= _MIN_TEXT and _as_text(raw) is None:
             return raw
-        return raw.decode("utf-8", "replace")
+        decoded = raw.decode("utf-8", "replace")
+        if "\ufffd" in decoded and "\ufffd" not in token:
+            # Not percent-encoded text: "%DB_PASSWORD%" is a Windows variable
+            # reference, and "%DB" no escape in it.
+            return token
+        return decoded
     return token
 
 

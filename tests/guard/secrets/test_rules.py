@@ -33,12 +33,13 @@ def test_rule_finds_its_match_samples(rule_id: str) -> None:
             text = wrap.format(sample)
             found = [f for f in scan(text) if f.kind == rule.kind]
             assert found, (rule_id, wrap)
-            # The finding covers the token itself, not just part of it.
-            start = text.index(sample)
-            assert any(f.start <= start and f.end >= start + len(sample) for f in found), (
-                rule_id,
-                wrap,
-            )
+            # The finding covers the token itself (or the value the rule names), not a part.
+            start, end = text.index(sample), text.index(sample) + len(sample)
+            if rule.pattern.groups:
+                vm = rule.pattern.search(text)
+                assert vm is not None, rule_id
+                start, end = vm.span("value")
+            assert any(f.start <= start and f.end >= end for f in found), (rule_id, wrap)
 
 
 @pytest.mark.parametrize("rule_id", sorted(_BY_ID))
@@ -79,7 +80,7 @@ def test_kinds_are_derived_from_the_rules() -> None:
             "unknown",
         ),
         ("- {id: X, kind: k, keywords: [ab], pattern: 'a', match: [a], no_match: [b]}", "id"),
-        ("- {id: x, kind: k, keywords: [ab], pattern: '(a)', match: [a], no_match: [b]}", "groups"),
+        ("- {id: x, kind: k, keywords: [ab], pattern: '(a)', match: [a], no_match: [b]}", "group"),
         (
             "- {id: x, kind: k, keywords: [ab], pattern: 'a', match: [a], no_match: [b]}\n"
             "- {id: y, kind: k, keywords: [ab], pattern: 'a', match: [a], no_match: [b]}",

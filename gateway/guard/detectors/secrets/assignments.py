@@ -207,7 +207,9 @@ _PROSE_TAIL = r"|([ \t]{1,4}(?:is|was)[ \t]{1,4})(?=[^\s=:\-])"
 # copy: "ke" finds token and key, "cre" secret and cred(entials).
 _KW_K = _kw("ke(?:y|n(?<=token))", _PROSE_TAIL)
 _KW_C = _kw("cre(?:t(?<=secret)|d)", _PROSE_TAIL)
-_KW_P = _kw("p(?:ass|w)", r"|([ \t]{1,4}(?:(?:is|was)[ \t]{1,4}|-p[ \t]{0,2})?)(?=[^\s=:\-])")
+_KW_P = _kw(
+    "p(?:ass|w|sw|asw)", r"|([ \t]{1,4}(?:(?:is|was)[ \t]{1,4}|-p[ \t]{0,2})?)(?=[^\s=:\-])"
+)
 _KW_U = _kw("uth(?<=auth)")
 _KW_G = _kw("gin(?<=login)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -310,19 +312,31 @@ def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
 _DOC_PARAM_RE = re.compile(
     r"(?::(?i:param|type|arg|keyword)|@(?i:param))[ \t]+(?:[\w\[\], |]{1,30} )?\Z", _A
 )
+_DEFINE_RE = re.compile(r"[ \t]{0,8}[#%][ \t]{0,4}(?i:define)[ \t]{1,8}\Z", _A)
+_SQL_ROLE_RE = re.compile(r"[cCaA](?i:reate|lter)[ \t]{1,4}(?i:user|role|login)[ \t]", _A)
 _NETRC_LINE_RE = re.compile(
     r"[mMdD](?<![a-zA-Z0-9_].)(?:(?<=[mM])(?i:achine)|(?<=[dD])(?i:efault))[ \t]", _A
 )
 
 
 def _spaced_credential(text: str, name_start: int, m: re.Match[str]) -> bool:
-    """'password' followed by a space is prose, except in .netrc and sshpass -p."""
+    """'password' followed by a space is prose, except in .netrc, sshpass -p,
+    C and RPM macros (#define DB_PASS "x", %define db_password x) and SQL
+    (ALTER ROLE app WITH PASSWORD 'x')."""
     end = m.end(1)
     if "-p" in m.group(9).lower():
         return _is_word(text[max(0, end - 7) : end], "sshpass")
+    line_start = _line_start(text, name_start)
+    if _DEFINE_RE.match(text, line_start, name_start) is not None:
+        return True
     if not _is_word(text[name_start:end], "password"):
         return False
-    return _NETRC_LINE_RE.search(text, _line_start(text, name_start), name_start) is not None
+    if _NETRC_LINE_RE.search(text, line_start, name_start) is not None:
+        return True
+    return (
+        text.startswith(("'", '"'), m.end())
+        and _SQL_ROLE_RE.search(text, line_start, name_start) is not None
+    )
 
 
 def _gcp_key_id(ctx: _Ctx, pos: int) -> None:

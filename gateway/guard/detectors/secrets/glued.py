@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gateway.guard.detectors.secrets.common import _PRIO_SPECIFIC, _Ctx
+from gateway.guard.detectors.secrets.common import _PRIO_CONTEXT, _PRIO_SPECIFIC, _Ctx
 from gateway.guard.detectors.secrets.rules import RULES, Rule
 from gateway.guard.detectors.secrets.values import (
     _char_classes,
@@ -26,21 +26,21 @@ from gateway.guard.detectors.secrets.values import (
 # Separators are left out: they are the commonest anchors, and their probes are
 # laid out for speed.
 _SHARED = frozenset("AJBGSkcpugKCPUG")
-_RARE_LOWER = frozenset("qjzx")
+# Lowercase letters from the commonest in English text and code to the rarest.
+_BY_FREQUENCY = "etaoinsrhldcumfpgwybvkxjqz"
 
 
-def _cost(c: str) -> int:
+def _cost(c: str) -> float:
+    """How often the prefilter would stop at ``c`` in ordinary text, as a rank."""
     if c in _SHARED:
-        return 0
+        return 0.0
     if c.isupper():
-        return 1
-    if c in _RARE_LOWER:
-        return 2
-    if c.isdigit():
-        return 3
+        return 1.0
     if c.islower():
-        return 4
-    return 5
+        return 2.0 + (len(_BY_FREQUENCY) - _BY_FREQUENCY.index(c)) / len(_BY_FREQUENCY)
+    if c.isdigit():
+        return 2.6  # about as common as "d" or "l" in logs
+    return 4.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +104,12 @@ def on_keyword_token(ctx: _Ctx, m: re.Match[str]) -> None:
         tm = k.rule.pattern.match(text, start)
         if tm is None:
             continue
+        if k.rule.pattern.groups:
+            vs, ve = tm.span("value")
+            value = text[vs:ve]
+            if _token_ok(k.rule, value, value):
+                ctx.add(vs, ve, k.rule.kind, _PRIO_CONTEXT)
+            return
         token = tm.group(0)
         if _token_ok(k.rule, token, token[len(k.literal) :]):
             ctx.add(start, tm.end(), k.rule.kind, _PRIO_SPECIFIC)

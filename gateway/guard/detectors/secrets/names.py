@@ -43,7 +43,11 @@ _NEG_LAST = _NEG_SEGMENTS - _words("key login user username sig signature data")
         """
 )
 _DIGEST_WORDS = _words("sha sha1 sha256 sha512 md5 hash hashed digest checksum fingerprint")
-_PW_WORDS = ("password", "passwd", "passphrase", "passcode", "passwort", "contrasena")
+# With the misspellings and abbreviations people type: pswd, paswd, passw, pasword.
+_PW_WORDS = (
+    "password", "passwd", "passphrase", "passcode", "passwort", "contrasena",
+    "pswd", "paswd", "passw", "pasword", "psword", "passwrd",
+)  # fmt: skip
 _NOT_PW = _words(
     """
     bypass compass surpass overpass underpass trespass encompass impass lowpass highpass

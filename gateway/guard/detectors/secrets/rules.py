@@ -10,6 +10,9 @@ Each rule is one provider format, found one of two ways:
   token. The keyword passes (``glued``) find these, anchored on the rarest
   character of the keyword.
 
+A pattern may name one group ``value``: the finding then covers that group only
+(``IDENTIFIED BY '<value>'``), and the checks below read it as the body.
+
 What a body must also satisfy: ``min_classes`` (lowercase, uppercase, digits,
 other), ``entropy`` (bits per character), ``runs`` (six equal characters in a
 row make a filler, unless the format has digit runs), ``fill`` (``strict``:
@@ -128,8 +131,8 @@ def _rule(raw: Any, index: int) -> Rule:
         pattern = re.compile(src, re.ASCII)
     except re.error as e:
         raise RulesError(f"{where}: pattern does not compile: {e.msg} at {e.pos}") from None
-    if pattern.groups:
-        raise RulesError(f"{where}: pattern must have no capturing groups")
+    if pattern.groups > 1 or (pattern.groups and "value" not in pattern.groupindex):
+        raise RulesError(f"{where}: pattern may capture one group only, named value")
     fill = raw.get("fill", "strict")
     if fill not in ("strict", "xxxx"):
         raise RulesError(f"{where}: fill must be strict or xxxx")
