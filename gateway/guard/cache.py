@@ -22,15 +22,27 @@ V = TypeVar("V")
 
 
 class TextCache(Generic[K, V]):
-    __slots__ = ("_data", "_maxsize", "_ttl")
+    """Oldest-first eviction past ``maxsize`` entries or ``max_weight`` in all.
 
-    def __init__(self, maxsize: int, ttl: float) -> None:
-        self._data: OrderedDict[K, tuple[float, V]] = OrderedDict()
+    An entry's weight is what its key holds (the characters of a text used as
+    its own key); the total bounds the memory the keys take.
+    """
+
+    __slots__ = ("_data", "_max_weight", "_maxsize", "_ttl", "_weight")
+
+    def __init__(self, maxsize: int, ttl: float, max_weight: int | None = None) -> None:
+        self._data: OrderedDict[K, tuple[float, V, int]] = OrderedDict()
         self._maxsize = maxsize
         self._ttl = ttl
+        self._max_weight = max_weight
+        self._weight = 0
 
     def __len__(self) -> int:
         return len(self._data)
+
+    @property
+    def weight(self) -> int:
+        return self._weight
 
     def get(self, key: K, now: float) -> V | None:
         item = self._data.get(key)
@@ -38,16 +50,25 @@ class TextCache(Generic[K, V]):
             return None
         if item[0] < now:
             del self._data[key]
+            self._weight -= item[2]
             return None
         return item[1]
 
-    def put(self, key: K, value: V, now: float) -> None:
+    def put(self, key: K, value: V, now: float, weight: int = 0) -> None:
         data = self._data
-        if key in data:
-            del data[key]
+        old = data.pop(key, None)
+        if old is not None:
+            self._weight -= old[2]
         elif len(data) >= self._maxsize:
-            data.popitem(last=False)
-        data[key] = (now + self._ttl, value)
+            self._weight -= data.popitem(last=False)[1][2]
+        limit = self._max_weight
+        if limit is not None:
+            if weight > limit:
+                return
+            while self._weight + weight > limit:
+                self._weight -= data.popitem(last=False)[1][2]
+        data[key] = (now + self._ttl, value, weight)
+        self._weight += weight
 
 
 def now() -> float:

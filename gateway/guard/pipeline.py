@@ -57,8 +57,11 @@ from gateway.wire.base import Segment, Trust
 
 # Every text is cached, short ones too: a lookup is cheaper than the detectors'
 # fixed cost per call, and tool names and short replies recur on every turn.
-# Texts up to this long are their own cache key; longer ones are keyed by digest.
-_KEY_BY_VALUE_CHARS = 256
+# Texts up to this long are their own cache key (a dict lookup hashes and
+# compares them faster than sha256 digests them); longer ones are keyed by
+# digest. The characters held in keys are bounded in all.
+_KEY_BY_VALUE_CHARS = 16 * 1024
+_KEY_CHARS_IN_ALL = 16 * 1024 * 1024
 
 # Texts longer than this are inspected in overlapping windows, and the event
 # loop gets a turn after every _YIELD_CHARS inspected. The overlap is longer
@@ -75,6 +78,10 @@ CUSTOM_MODEL = "reefgate-custom-rules"
 # A path component that could itself carry data (an object key chosen by the
 # client) is not echoed back; identifiers and indexes are.
 _SAFE_PATH = re.compile(r"^[\w.\[\]\- ():,]{0,200}$")
+
+# Enum members read once: `Trust.X` costs a class attribute lookup per segment.
+_UNTRUSTED = Trust.UNTRUSTED
+_OPAQUE = Trust.OPAQUE
 
 _DOCUMENT_PATH = re.compile(r"document|input_file|\.file\b|search_result")
 
@@ -190,7 +197,7 @@ class Guard:
         self._env = dict(env)
         cache = gateway.guard.cache
         self._texts: TextCache[str | bytes | tuple[object, ...], _Seen] | None = (
-            TextCache(cache.size, cache.ttl_s) if cache.size else None
+            TextCache(cache.size, cache.ttl_s, _KEY_CHARS_IN_ALL) if cache.size else None
         )
         self._verdicts: TTLCache[str, Verdict] | None = (
             TTLCache(maxsize=cache.size, ttl=cache.ttl_s) if cache.size else None
@@ -259,8 +266,9 @@ class Guard:
     ) -> list[_Seen]:
         """What the floor found in each text, computed once per text.
 
-        The floor is a pure function of the text, so its results are keyed by
-        the text alone (its digest when long). `bytes_scanned` counts each
+        The floor is a pure function of the text and the team's floor, so its
+        results are keyed by those (the text's digest when long), and teams
+        with the same floor share them. `bytes_scanned` counts each
         distinct text once, when it is first inspected. One loop for a
         request's texts: a call per segment is most of a hit's cost.
         """
@@ -271,15 +279,13 @@ class Guard:
         misses = 0
         for text in texts:
             key: str | bytes | tuple[object, ...] = ""
+            weight = 0
             seen = None
             if cache is not None:
-                # Short texts key themselves: a str hash and compare cost less
-                # than encoding and hashing, and they bound what an entry holds.
-                key = (
-                    text
-                    if len(text) <= _KEY_BY_VALUE_CHARS
-                    else hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-                )
+                if len(text) <= _KEY_BY_VALUE_CHARS:
+                    key, weight = text, len(text)
+                else:
+                    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
                 if shared:
                     key = (shared, key)
                 seen = cache.get(key, now)
@@ -292,7 +298,7 @@ class Guard:
                 else:
                     seen = await self._floor_windows(text, pace, team_floor)
                 if cache is not None:
-                    cache.put(key, seen, now)
+                    cache.put(key, seen, now, weight)
             out.append(seen)
         self.bytes_scanned += scanned
         if cache is not None:
@@ -419,7 +425,7 @@ class Guard:
 
     @staticmethod
     def _is_untrusted(segment: Segment, inbound: Inbound) -> bool:
-        if segment.trust is Trust.UNTRUSTED:
+        if segment.trust is _UNTRUSTED:
             # The adapters mark documents untrusted; a team may opt them out.
             return inbound.documents or not _DOCUMENT_PATH.search(segment.path)
         return inbound.model_output and segment.role == "assistant"
@@ -505,11 +511,11 @@ class Guard:
         results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = list(inspection.held)
         jobs: list[tuple[Segment, str, Awaitable[Verdict]]] = []
         for segment, info in zip(segments, seen, strict=True):
-            if skip_trusted and segment.trust is not Trust.UNTRUSTED:
+            if skip_trusted and segment.trust is not _UNTRUSTED:
                 continue
             # Identifiers, keys, headers and the path get the floor only: the
             # model does not read them as instructions.
-            if not segment.text or segment.trust is Trust.OPAQUE:
+            if not segment.text or segment.trust is _OPAQUE:
                 continue
             if self._is_untrusted(segment, inbound):
                 found = await self._assess(info, segment.text, pace)

@@ -49,3 +49,22 @@ def test_steady_state_eviction_keeps_the_newest_window() -> None:
     assert cache.get(48_999, now=0.0) is None
     assert cache.get(49_000, now=0.0) == 49_000
     assert cache.get(49_999, now=0.0) == 49_999
+
+
+def test_weight_bounds_the_total_and_evicts_oldest_first() -> None:
+    cache: TextCache[str, int] = TextCache(maxsize=100, ttl=100.0, max_weight=10)
+    cache.put("aaaa", 1, 0.0, weight=4)
+    cache.put("bbbb", 2, 0.0, weight=4)
+    cache.put("cccc", 3, 0.0, weight=4)
+    assert cache.get("aaaa", 1.0) is None
+    assert cache.get("bbbb", 1.0) == 2 and cache.get("cccc", 1.0) == 3
+    assert cache.weight == 8
+    # Replacing an entry does not count it twice; one heavier than the limit is not kept.
+    cache.put("bbbb", 5, 0.0, weight=4)
+    assert cache.weight == 8
+    cache.put("x" * 11, 9, 0.0, weight=11)
+    assert cache.get("x" * 11, 1.0) is None
+    assert cache.weight == 8
+    # Expired entries give their weight back.
+    assert cache.get("cccc", 1000.0) is None
+    assert cache.weight == 4
