@@ -19,7 +19,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 
 KEYS = {
-    "overhead": ["added_p50_ms_c1", "ttfb_added_ms_c1", "rps_vs_bare_c50", "rps_vs_litellm_c10"],
+    "overhead": [
+        "added_p50_ms_c1",
+        "added_p50_c1_vs_bare",
+        "ttfb_added_ms_c1",
+        "rps_vs_bare_c50",
+        "rps_vs_litellm_c10",
+    ],
     "scan": ["clean_mb_s", "vs_detect_secrets"],
     "conversation": ["bytes_scanned_over_unique", "classifier_calls_per_turn"],
     "memory": ["rss_mb_1000_streams"],
