@@ -7,14 +7,14 @@ is the gateway's own and must never reach the upstream.
 
 from __future__ import annotations
 
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
+from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
 
 from gateway.config.loader import LoadedConfig
 from gateway.config.models import Team
 
-IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+IPNetwork = IPv4Network | IPv6Network
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,25 +43,50 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
     return headers.get("x-api-key") or headers.get("api-key")
 
 
+# Past this many distinct source addresses the remembered CIDR matches are
+# forgotten and learnt again; agents are few, addresses a client picks are not.
+_REMOTE_CACHE = 4096
+
+
 class TeamResolver:
+    """Matches a request to its team with tables built once, at config load.
+
+    Every TeamMatch a request can get exists before the first request: a key,
+    a header set, a network or the default each map to one shared object.
+    """
+
     def __init__(self, config: LoadedConfig) -> None:
-        self._by_key: dict[str, tuple[str, str]] = {}
-        self._by_header: list[tuple[str, dict[str, str]]] = []
-        self._by_cidr: list[tuple[str, list[IPNetwork]]] = []
-        self._teams = dict(config.teams)
-        self._default: str | None = None
+        self._by_key: dict[str, TeamMatch] = {}
+        by_header: list[tuple[TeamMatch, tuple[tuple[str, str], ...]]] = []
+        by_cidr: list[tuple[TeamMatch, tuple[IPNetwork, ...]]] = []
+        self._default: TeamMatch | None = None
         for name, team in config.teams.items():
             for var in team.match.keys_env:
                 value = config.env.get(var)
                 if value:
-                    self._by_key[value] = (name, var)
+                    self._by_key[value] = TeamMatch(name, team, by_key=True, key_env=var)
+            plain = TeamMatch(name, team, by_key=False)
             if team.match.headers:
-                self._by_header.append((name, dict(team.match.headers)))
+                by_header.append((plain, tuple(team.match.headers.items())))
             if team.match.source_cidrs:
-                nets = [ipaddress.ip_network(c, strict=False) for c in team.match.source_cidrs]
-                self._by_cidr.append((name, nets))
+                nets = tuple(ip_network(c, strict=False) for c in team.match.source_cidrs)
+                by_cidr.append((plain, nets))
             if team.default:
-                self._default = name
+                self._default = plain
+        self._by_header = tuple(by_header)
+        self._by_cidr = tuple(by_cidr)
+        self._by_remote: dict[str, TeamMatch | None] = {}
+
+    @classmethod
+    def of(cls, config: LoadedConfig) -> TeamResolver:
+        """The resolver of `config`, built on its first use and kept with it."""
+        global _last
+        last = _last
+        if last is not None and last[0] is config:
+            return last[1]
+        resolver = cls(config)
+        _last = (config, resolver)
+        return resolver
 
     def resolve(self, headers: Mapping[str, str], remote: str | None) -> TeamMatch | None:
         if self._by_key:
@@ -69,20 +94,36 @@ class TeamResolver:
             if key is not None:
                 found = self._by_key.get(key)
                 if found is not None:
-                    name, var = found
-                    return TeamMatch(name, self._teams[name], by_key=True, key_env=var)
-        for name, wanted in self._by_header:
-            if all(headers.get(h) == v for h, v in wanted.items()):
-                return TeamMatch(name, self._teams[name], by_key=False)
+                    return found
+        for match, wanted in self._by_header:
+            if all(headers.get(h) == v for h, v in wanted):
+                return match
         if self._by_cidr and remote:
-            try:
-                addr = ipaddress.ip_address(remote)
-            except ValueError:
-                addr = None
-            if addr is not None:
-                for name, nets in self._by_cidr:
-                    if any(addr in net for net in nets):
-                        return TeamMatch(name, self._teams[name], by_key=False)
-        if self._default is not None:
-            return TeamMatch(self._default, self._teams[self._default], by_key=False)
-        return None
+            by_network = self._by_network(remote)
+            if by_network is not None:
+                return by_network
+        return self._default
+
+    def _by_network(self, remote: str) -> TeamMatch | None:
+        cache = self._by_remote
+        if remote in cache:
+            return cache[remote]
+        found: TeamMatch | None = None
+        try:
+            addr = ip_address(remote)
+        except ValueError:
+            pass
+        else:
+            for match, nets in self._by_cidr:
+                if any(addr in net for net in nets):
+                    found = match
+                    break
+        if len(cache) >= _REMOTE_CACHE:
+            cache.clear()
+        cache[remote] = found
+        return found
+
+
+# The resolver TeamResolver.of built last, with its config: a config is
+# replaced whole on reload, so the next call sees a new object and rebuilds.
+_last: tuple[LoadedConfig, TeamResolver] | None = None

@@ -755,7 +755,7 @@ REEF = web.AppKey("reef", ReefEndpoint)
 def _resolve(request: web.Request) -> TeamMatch | None:
     from gateway.app import CONFIG
 
-    return TeamResolver(request.app[CONFIG]).resolve(request.headers, request.remote)
+    return TeamResolver.of(request.app[CONFIG]).resolve(request.headers, request.remote)
 
 
 def _routed(
@@ -834,7 +834,7 @@ async def _lifetime(app: web.Application) -> AsyncIterator[None]:
         inspect_timeout=config.gateway.limits.inspect_timeout_ms / 1000,
         guard=lambda: app[GUARD],
         gate=lambda: app[GATE],
-        teams=lambda: TeamResolver(app[CONFIG]),
+        teams=lambda: TeamResolver.of(app[CONFIG]),
         note=note,
     )
     app[REEF] = endpoint

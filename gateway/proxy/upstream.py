@@ -5,8 +5,6 @@ Pure functions over headers so they are tested without sockets.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from gateway.config.models import Flavor
@@ -32,7 +30,11 @@ HOP_BY_HOP = frozenset(
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length"}
 _CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+# The agent's credentials go too when the gateway replaces them.
+_REQUEST_DROP_CREDENTIALS = _REQUEST_DROP | _CREDENTIAL_HEADERS
 _NOTHING: frozenset[str] = frozenset()
+# The gateway's own headers never pass in either direction.
+_OWN_PREFIX = "x-reefgate-"
 # Header names shown in a finding's location; any other name the client chose
 # is shown by position only.
 _KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
@@ -47,23 +49,27 @@ _KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
 }
 
 
-def _connection_tokens(headers: Mapping[str, str]) -> set[str]:
-    value = headers.get("Connection")
-    if not value:
-        return set()
-    return {t.strip().lower() for t in value.split(",") if t.strip()}
+def _connection_tokens(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> frozenset[str]:
+    # Every Connection header counts: a second one names hop-by-hop headers too.
+    values = headers.getall("Connection", ())
+    return frozenset(
+        token for value in values for t in value.split(",") if (token := t.strip().lower())
+    )
 
 
 def _copy(
-    headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: Iterable[str]
+    headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: frozenset[str]
 ) -> CIMultiDict[str]:
-    dropped = set(drop) | _connection_tokens(headers)
+    """The headers less `drop`, the ones Connection names and the gateway's own, in one pass."""
+    if "Connection" in headers:
+        drop = drop | _connection_tokens(headers)
     out: CIMultiDict[str] = CIMultiDict()
+    add = out.add
     for name, value in headers.items():
         lower = name.lower()
-        if lower in dropped or lower.startswith("x-reefgate-"):
+        if lower in drop or lower.startswith(_OWN_PREFIX):
             continue
-        out.add(name, value)
+        add(name, value)
     return out
 
 
@@ -76,8 +82,7 @@ def request_headers(
     because the gateway replaces them (custody) or they hold a gateway-issued
     key.
     """
-    drop = _REQUEST_DROP | _CREDENTIAL_HEADERS if strip_credentials else _REQUEST_DROP
-    return _copy(headers, drop)
+    return _copy(headers, _REQUEST_DROP_CREDENTIALS if strip_credentials else _REQUEST_DROP)
 
 
 def add_custody(headers: CIMultiDict[str], *, flavor: Flavor, custody_key: str) -> None:

@@ -51,7 +51,24 @@ def _route_key(path: str) -> str:
     return path.rstrip("/").lower()
 
 
+# Adapters chosen so far, by path as sent: a client's paths are few (the ids in
+# some of them make more), so the choice is made once per path. Past the bound
+# the choices are forgotten and made again.
+_CHOSEN: dict[str, Adapter] = {}
+_CHOSEN_MAX = 4096
+
+
 def adapter_for(path: str) -> Adapter:
+    adapter = _CHOSEN.get(path)
+    if adapter is None:
+        adapter = _choose(path)
+        if len(_CHOSEN) >= _CHOSEN_MAX:
+            _CHOSEN.clear()
+        _CHOSEN[path] = adapter
+    return adapter
+
+
+def _choose(path: str) -> Adapter:
     key = _route_key(path)
     tail, _, last = key.rpartition("/")
     if last == "completions":
