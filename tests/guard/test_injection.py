@@ -580,7 +580,7 @@ def test_template_gates_never_hide_a_match() -> None:
 def test_leet_spellings_match_translating_every_mixed_word() -> None:
     rnd = random.Random(99)
     letters = "abcdeilnorstuvwxyz013457"
-    triggers = sorted(phrases._TRIGGERS)
+    triggers = sorted(phrases._LEET_TRIGGERS)
     words = ["".join(rnd.choice(letters) for _ in range(rnd.randint(1, 9))) for _ in range(3000)]
     for trigger in triggers:
         words.append(
@@ -593,7 +593,7 @@ def test_leet_spellings_match_translating_every_mixed_word() -> None:
         expected = (
             not word.isalpha()
             and not word.isdigit()
-            and word.translate(norm._LEET) in phrases._TRIGGERS
+            and word.translate(norm._LEET) in phrases._LEET_TRIGGERS
         )
         assert (word in phrases._LEET_SPELLINGS) == expected, word
 

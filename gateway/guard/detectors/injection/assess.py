@@ -1,16 +1,23 @@
 """The entry points: every rule family over one normalised view of the text,
-then the model."""
+then the model.
+
+The text is normalised once per call (escapes of JSON and YAML strings
+undone, casefolded, split into words); the word set is intersected once with
+the key words of all rule families, and each family reads that one view.
+"""
 
 from __future__ import annotations
 
 from typing import Final
 
 from gateway.guard.detectors.injection.decoders import (
+    _REVERSED_HINTS,
     _ROT13_HINTS,
     _decoded_candidates,
     _hidden_instruction,
 )
 from gateway.guard.detectors.injection.hidden import _invisible_hits
+from gateway.guard.detectors.injection.literals import literal_hits
 from gateway.guard.detectors.injection.model import _MODEL, _MODEL_MIN_WORDS
 from gateway.guard.detectors.injection.phrases import _LEET_SPELLINGS, _PHRASE_WAYS, _phrase_hits
 from gateway.guard.detectors.injection.templates import _TEMPLATE_WAYS, _template_hits
@@ -22,10 +29,12 @@ from gateway.guard.detectors.injection.text import (
     _plain_punctuation,
     _split_words,
     _tokens,
+    _unescape,
 )
 from gateway.guard.detectors.injection.verdict import (
     _ALLOW,
     CATEGORY,
+    CUE,
     DENY,
     REVIEW,
     Hit,
@@ -33,18 +42,23 @@ from gateway.guard.detectors.injection.verdict import (
     quote,
 )
 
-_DENY: Final = DENY
-_REVIEW: Final = REVIEW
-_Hit = Hit
-_quote = quote
+# The words without one of which no word rule can match; most texts have none.
+_KEYS: Final = (
+    _PHRASE_WAYS.keys | _TEMPLATE_WAYS.keys | _ROT13_HINTS | _REVERSED_HINTS | _LEET_SPELLINGS
+)
+# UTF-8 lead bytes of the blocks that hold kana, CJK ideographs and Hangul
+# (U+3000..U+DFFF): the literal rules for those languages run only if one occurs.
+_CJK_LEADS: Final = tuple(bytes([b]) for b in range(0xE3, 0xEE))
 
-# The words without one of which no rule can match; most texts have none.
-_KEYS: Final = _PHRASE_WAYS.keys | _TEMPLATE_WAYS.keys | _ROT13_HINTS | _LEET_SPELLINGS
 
-
-def _rules(text: str) -> tuple[list[_Hit], list[str], set[str]]:
+def _rules(text: str) -> tuple[list[Hit], list[str], set[str]]:
     """Rule hits, the words of the text and its distinct words."""
+    if "\\" in text:
+        # Tool results arrive as JSON or YAML strings: "\n" and "\"" would
+        # otherwise glue words together and hide phrases across lines.
+        text = _unescape(text)
     invisible = False
+    cjk = False
     if text.isascii():
         low = text.lower()
         toks = low.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
@@ -58,11 +72,12 @@ def _rules(text: str) -> tuple[list[_Hit], list[str], set[str]]:
         invisible = _has_invisible(plain)
         low, low_raw = _fold(plain, invisible, plain=True)
         toks = _split_words(low, low_raw)
+        cjk = any(map(low_raw.__contains__, _CJK_LEADS))
     words = set(toks)
     # The rules test small word sets against `words`, so only the key words
     # need a pass over it; each lookup in a big set is a likely cache miss.
     present = _KEYS.intersection(words)
-    hits: list[_Hit] = []
+    hits: list[Hit] = []
     hidden: list[str] = []
     if invisible:
         hits, hidden = _invisible_hits(text)
@@ -72,21 +87,23 @@ def _rules(text: str) -> tuple[list[_Hit], list[str], set[str]]:
         hits.extend(_template_hits(text, low, words, present))
     if present:
         hits.extend(_phrase_hits(low, words, present))
+    hits.extend(literal_hits(low, words, cjk))
     if hidden and any(map(_hidden_instruction, hidden)):
-        hits.append(_Hit("encoded_instruction", _DENY, "hidden instruction", ""))
-    elif not hits or all(h.level != _DENY for h in hits):
+        hits.append(Hit("encoded_instruction", DENY, "hidden instruction", ""))
+    elif not hits or all(h.level != DENY for h in hits):
         # Encoded runs are long words that mix in digits; escapes need their
         # opener (a memchr each); rot13 needs one of its hint words.
         for decoded in _decoded_candidates(text, low, present):
             if _hidden_instruction(decoded):
-                hits.append(_Hit("encoded_instruction", _DENY, "encoded instruction", ""))
+                hits.append(Hit("encoded_instruction", DENY, "encoded instruction", ""))
                 break
     return hits, toks, words
 
 
 def rule_hits(text: str) -> list[tuple[str, str]]:
     """(signal, level) of every rule that fires; for tests and benchmarks."""
-    return [(h.signal, "deny" if h.level == _DENY else "review") for h in _rules(text)[0]]
+    names = {DENY: "deny", REVIEW: "review", CUE: "cue"}
+    return [(h.signal, names[h.level]) for h in _rules(text)[0]]
 
 
 def model_score(text: str) -> float:
@@ -102,24 +119,27 @@ def assess(text: str) -> InjectionAssessment:
     if not text or text.isspace():
         return _ALLOW
     hits, toks, words = _rules(text)
-    level = max(h.level for h in hits) if hits else 0
+    level = max((h.level for h in hits), default=CUE)
     # Fewer distinct words than the model reads (in any window) score 0.
-    if _MODEL is not None and level < _DENY and len(words) >= _MODEL_MIN_WORDS:
+    if _MODEL is not None and level < DENY and len(words) >= _MODEL_MIN_WORDS:
         p = _MODEL.score(toks, words)
         if p >= _MODEL.deny_at:
-            hits.append(_Hit("model_score", _DENY, f"classifier score {p:.2f}", ""))
+            hits.append(Hit("model_score", DENY, f"classifier score {p:.2f}", ""))
         elif p >= _MODEL.review_at:
-            hits.append(_Hit("model_score", _REVIEW, f"classifier score {p:.2f}", ""))
+            hits.append(Hit("model_score", REVIEW, f"classifier score {p:.2f}", ""))
     if not hits:
         return _ALLOW
     signals = tuple(dict.fromkeys(h.signal for h in hits))
     level = max(h.level for h in hits)
     # Two independent signals make an explicit attack more likely than a
-    # coincidence, so two reviews add up to a deny.
-    if level == _REVIEW and len(signals) >= 2:
-        level = _DENY
+    # coincidence: two reviews (or a review and a cue) add up to a deny, and
+    # two cues to a review. A cue alone is what ordinary requests look like.
+    if len(signals) >= 2 and level < DENY:
+        level += 1
+    if level == CUE:
+        return _ALLOW
     top = max(hits, key=lambda h: h.level)
-    reason = top.label + (f": '{_quote(top.quote)}'" if top.quote else "")
+    reason = top.label + (f": '{quote(top.quote)}'" if top.quote else "")
     if len(signals) > 1:
         reason += f" (+{len(signals) - 1} more signal{'s' if len(signals) > 2 else ''})"
-    return InjectionAssessment("deny" if level == _DENY else "review", CATEGORY, reason, signals)
+    return InjectionAssessment("deny" if level == DENY else "review", CATEGORY, reason, signals)

@@ -1,6 +1,6 @@
-"""Instructions hidden in encodings: base64, hex, percent and entity escapes,
-rot13. Candidates are decoded and, if they turn out to be text, run through
-the same phrase rules.
+"""Instructions hidden in encodings: base64, base32, hex, percent and entity
+escapes, rot13, morse code and reversed text. Candidates are decoded and, if
+they turn out to be text, run through the same phrase rules.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from urllib.parse import unquote
 from gateway.guard.detectors.injection.phrases import _phrase_hits
 from gateway.guard.detectors.injection.text import _casefolded, _tokens
 from gateway.guard.detectors.injection.verdict import DENY as _DENY
+from gateway.guard.detectors.injection.verdict import REVIEW as _REVIEW
 
 # Bounds on decoding work for encoded blobs.
 _MAX_BLOBS: Final = 16
@@ -72,6 +73,22 @@ def _b64_text(blob: str) -> str | None:
             data = base64.urlsafe_b64decode(head)
         else:
             data = base64.b64decode(head, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return _as_text(data)
+
+
+_B32_ALPHABET: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+
+
+def _b32_text(blob: str) -> str | None:
+    """Base32 is upper case and digits 2-7 only, which base64 text rarely is."""
+    head = blob[:_BLOB_DECODE_CHARS].rstrip("=")
+    if not _B32_ALPHABET.issuperset(head):
+        return None
+    head = head[: len(head) - len(head) % 8] if len(head) % 8 in (1, 3, 6) else head
+    try:
+        data = base64.b32decode(head + "=" * (-len(head) % 8))
     except (binascii.Error, ValueError):
         return None
     return _as_text(data)
@@ -207,7 +224,7 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
     # _blobs's first step, a translate and a find of 16 alphanumerics in a
     # row, is itself the cheapest test for a long word.
     for blob, is_b64 in _blobs(text.encode("utf-8", "surrogatepass")):
-        decoded = _b64_text(blob) if is_b64 else _hex_text(blob)
+        decoded = (_b32_text(blob) or _b64_text(blob)) if is_b64 else _hex_text(blob)
         if decoded:
             yield decoded
         budget -= 1
@@ -232,9 +249,51 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
                 return
     if not _ROT13_HINTS.isdisjoint(present):
         yield codecs.decode(" ".join(low[: _BLOB_DECODE_CHARS * 8].split()), "rot13")
+    if not _REVERSED_HINTS.isdisjoint(present):
+        yield " ".join(low[: _BLOB_DECODE_CHARS * 8].split())[::-1]
+    # Morse needs dots and dashes next to each other: two substring checks.
+    if ".-" in text or "-." in text:
+        for count, m in enumerate(_MORSE_RUN.finditer(text)):
+            decoded = _morse_text(m.group())
+            if decoded:
+                yield decoded
+            if count >= _MAX_BLOBS:
+                return
+
+
+# Reversed spellings of words that carry instructions: a word-set check.
+_REVERSED_HINTS: Final = frozenset(
+    w[::-1]
+    for w in (
+        "ignore", "instructions", "instruction", "previous", "prompt", "system", "disregard",
+        "forget", "reveal", "password", "secret",
+    )
+)  # fmt: skip
+
+_MORSE: Final = {
+    ".-": "a", "-...": "b", "-.-.": "c", "-..": "d", ".": "e", "..-.": "f", "--.": "g",
+    "....": "h", "..": "i", ".---": "j", "-.-": "k", ".-..": "l", "--": "m", "-.": "n",
+    "---": "o", ".--.": "p", "--.-": "q", ".-.": "r", "...": "s", "-": "t", "..-": "u",
+    "...-": "v", ".--": "w", "-..-": "x", "-.--": "y", "--..": "z", "-----": "0",
+    ".----": "1", "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6",
+    "--...": "7", "---..": "8", "----.": "9",
+}  # fmt: skip
+# Twelve or more morse letters, separated by spaces or slashes (word breaks).
+_MORSE_RUN: Final = re.compile(r"(?:[.\-]{1,6}[ /|]{1,9}){12,}[.\-]{0,6}")
+
+
+def _morse_text(run: str) -> str | None:
+    words = []
+    for word in re.split(r"\s*[/|]\s*|\s{3,}", run[:_BLOB_DECODE_CHARS].strip()):
+        letters = [_MORSE.get(code) for code in word.split()]
+        if not letters or None in letters:
+            return None
+        words.append("".join(c for c in letters if c))
+    decoded = " ".join(words)
+    return decoded if " " in decoded else None
 
 
 def _hidden_instruction(decoded: str) -> bool:
     low = _casefolded(decoded)
-    inner = _phrase_hits(low, set(_tokens(low)))
+    inner = [h for h in _phrase_hits(low, set(_tokens(low))) if h.level >= _REVIEW]
     return any(h.level == _DENY for h in inner) or len(inner) >= 2

@@ -62,7 +62,9 @@ def _leet_spellings(words: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-_LEET_SPELLINGS: Final = _leet_spellings(_TRIGGERS)
+# Leetspeak is a disguise of English words.
+_LEET_TRIGGERS: Final = frozenset(w for w in _TRIGGERS if w.isascii() and w.isalpha())
+_LEET_SPELLINGS: Final = _leet_spellings(_LEET_TRIGGERS)
 
 
 def _match_at_starts(alts: list[re.Pattern[str]], s: str, keys: list[str]) -> re.Match[str] | None:

@@ -206,3 +206,24 @@ def _tokens(s: str) -> list[str]:
     if s.isascii():
         return s.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
     return _split_words(s, s.encode("utf-8", "surrogatepass"))
+
+
+# Escapes of JSON and YAML double-quoted strings, undone before the rules
+# read a tool result. "\\t" becomes a space: a tab between two words.
+_STRING_ESCAPES: Final = (("\\n", "\n"), ("\\r", "\n"), ("\\t", " "), ('\\"', '"'), ("\\/", "/"))
+_U_ESCAPE: Final = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+def _unicode_escape(m: re.Match[str]) -> str:
+    code = int(m.group(1), 16)
+    # A lone surrogate half is no character; leave the escape as it was.
+    return m.group() if 0xD800 <= code <= 0xDFFF else chr(code)
+
+
+def _unescape(text: str) -> str:
+    for escaped, char in _STRING_ESCAPES:
+        if escaped in text:
+            text = text.replace(escaped, char)
+    if "\\u" in text:
+        text = _U_ESCAPE.sub(_unicode_escape, text)
+    return text

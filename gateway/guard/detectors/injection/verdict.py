@@ -19,6 +19,10 @@ class InjectionAssessment:
 CATEGORY: Final = "prompt_injection"
 _ALLOW: Final = InjectionAssessment("allow", "none", "no injection indicators", ())
 
+# A cue is evidence that does not flag a text alone: it counts only next to
+# another signal (planted actions such as "send the money" are also what
+# users ask for every day).
+CUE: Final = 0
 REVIEW: Final = 1
 DENY: Final = 2
 

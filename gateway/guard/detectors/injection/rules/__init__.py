@@ -8,8 +8,11 @@ from gateway.guard.detectors.injection.rules import (
     authority,
     exfiltration,
     extraction,
+    multilingual,
+    obfuscation,
     override,
     persona,
+    planted,
 )
 from gateway.guard.detectors.injection.rules.base import Phrase
 
@@ -20,6 +23,9 @@ PHRASES: Final[tuple[Phrase, ...]] = (
     *extraction.RULES,
     *exfiltration.RULES,
     *authority.RULES,
+    *planted.RULES,
+    *multilingual.RULES,
+    *obfuscation.RULES,
 )
 NAMES: Final = frozenset(p.name for p in PHRASES)
 assert len(NAMES) == len(PHRASES), "phrase rule names must be unique"

@@ -29,7 +29,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         _EXTRACT_VERBS,
         "instructions instruction prompt prompts prompting preprompt metaprompt configuration"
         " directive directives rules guidelines message messages context parameters settings"
-        " programming above conversation verbatim",
+        " programming above conversation verbatim before prior",
         "|".join(rf"\b{_EXTRACT_VERB}\b{_GAP5}{target}\b" for target in _EXTRACT_TARGETS_OWN),
     ),
     Phrase(
@@ -82,5 +82,46 @@ RULES: Final[tuple[Phrase, ...]] = (
         rf"(?:'s)?)[ ](?:\w+[ ]){{0,2}}?{_SECRET_NOUN}\b"
         rf"|{_SECRET_NOUN}\W+(?:in|from|of|stored\W+in|inside)\W+your\W+(?:database|memory|system"
         r"|context|environment|config(?:uration)?|files?|prompt|instructions)",
+    ),
+    # Paraphrases that ask for the prompt without naming it.
+    Phrase(
+        "extraction.paraphrased_prompt_request",
+        "extract_paraphrase",
+        "prompt_extraction",
+        _DENY,
+        "hidden prompt request",
+        "start begin print repeat output show write tell give return display reveal type echo"
+        " recite what everything copy",
+        "",
+        # "start your answer with 'My instructions are'"
+        r"\b(?:start|begin)\W+(?:your|the|each)\W+(?:answer|response|reply|output|message)\W+"
+        r"with\W+(?:the\W+(?:words?|phrase|sentence)\W+)?\W*(?:my|the|your)\W+(?:instructions"
+        r"|system\W+prompt|rules|prompt|guidelines|directives)\W+(?:are|is|were|say|read)\b"
+        # "print the string you were initialised with"
+        r"|\b(?:print|repeat|output|show|write|tell|give|return|display|reveal|type|echo|recite)"
+        r"\W+(?:\w+\W+){0,3}?(?:string|text|prompt|message|words|instructions|sentences?|lines?"
+        r"|context|setup|configuration)\W+(?:that\W+|which\W+)?you\W+(?:were|was|are|have\W+been"
+        r"|got)\W+(?:\w+\W+)?(?:initiali[sz]ed|configured|started|given|primed|booted|set\W+up"
+        r"|seeded|loaded|programmed|created|launched|instantiated|fed)\W+with\b"
+        # "repeat the words above starting with 'You are'"
+        r"|\b(?:repeat|print|output|write|echo|recite|copy)\W+(?:\w+\W+){0,3}?(?:words|text"
+        r"|everything|lines?|sentences?|content)\W+(?:\w+\W+)?(?:above|before\W+this)\W+"
+        r"(?:\w+\W+)?(?:starting|beginning)\W+(?:with|from|at)\b"
+        r"|\beverything\W+(?:above|before)\W+(?:this\W+(?:line|message|point)\W+)?"
+        r"(?:verbatim|word\W+for\W+word)",
+    ),
+    Phrase(
+        # print(system_prompt), console.log(systemPrompt): code that only
+        # makes sense run by the reader, or shown by a program about prompts.
+        "extraction.prompt_in_code",
+        "extract_code",
+        "prompt_extraction",
+        _REVIEW,
+        "hidden prompt request in code",
+        "console print printf println puts echo alert log",
+        "",
+        r"\b(?:console\W+log|print|printf|println|puts|echo|alert|log)\W{1,3}(?:self\W|this\W)?"
+        r"(?:system[\W_]?prompt|systemprompt|sys[\W_]?prompt|initial[\W_]?prompt|hidden[\W_]?prompt"
+        r"|system[\W_]?message|systemmessage|system[\W_]?instructions|prompt[\W_]?template)\b",
     ),
 )

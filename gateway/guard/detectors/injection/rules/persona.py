@@ -109,7 +109,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         "jailbreak_persona",
         _DENY,
         "jailbreak persona",
-        "never cannot can will won must mustn shall not",
+        "never cannot can cant will won wont must mustn shall not",
         "refuse decline deny",
         r"\b(?:never|cannot|can'?t|will\W+not|won'?t|must\W+not|mustn'?t|shall\W+not"
         r"|not\W+allowed\W+to)\W+(?:ever\W+)?(?:refuse|decline|deny)\W+(?:a\W+|any\W+|to\W+answer"
@@ -160,7 +160,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         "jailbreak_persona",
         _REVIEW,
         "role-play jailbreak cue",
-        "never not don dont do can cannot without",
+        "never not don dont do can cant cannot without",
         "character",
         r"\b(?:never|not|don'?t|do\W+not|can'?t|cannot|without)\W+(?:ever\W+)?break(?:ing)?\W+"
         r"character\b",
