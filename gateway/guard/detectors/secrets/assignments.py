@@ -208,7 +208,7 @@ _PROSE_TAIL = r"|([ \t]{1,4}(?:is|was)[ \t]{1,4})(?=[^\s=:\-])"
 _KW_K = _kw("ke(?:y|n(?<=token))", _PROSE_TAIL)
 _KW_C = _kw("cre(?:t(?<=secret)|d)", _PROSE_TAIL)
 _KW_P = _kw(
-    "p(?:ass|w|sw|asw)", r"|([ \t]{1,4}(?:(?:is|was)[ \t]{1,4}|-p[ \t]{0,2})?)(?=[^\s=:\-])"
+    "p(?:ass|w|swd|asw)", r"|([ \t]{1,4}(?:(?:is|was)[ \t]{1,4}|-p[ \t]{0,2})?)(?=[^\s=:\-])"
 )
 _KW_U = _kw("uth(?<=auth)")
 _KW_G = _kw("gin(?<=login)")

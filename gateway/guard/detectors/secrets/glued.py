@@ -22,10 +22,11 @@ from gateway.guard.detectors.secrets.values import (
 )
 
 # Characters other passes already anchor on (see ``engine``): a keyword anchored
-# on one of them adds an alternative to a branch the prefilter enters anyway.
-# Separators are left out: they are the commonest anchors, and their probes are
-# laid out for speed.
-_SHARED = frozenset("AJBGSkcpugKCPUG")
+# on one of them adds an alternative to a search made anyway. Not "c" and "k":
+# their searches start with a literal run ("cre", "ke") that re finds with a
+# fast scan, which a second alternative would turn into a test at every "c".
+# Nor the separators: the commonest anchors, with probes laid out for speed.
+_SHARED = frozenset("AJBSGgpuPU")
 # Lowercase letters from the commonest in English text and code to the rarest.
 _BY_FREQUENCY = "etaoinsrhldcumfpgwybvkxjqz"
 
@@ -39,7 +40,7 @@ def _cost(c: str) -> float:
     if c.islower():
         return 2.0 + (len(_BY_FREQUENCY) - _BY_FREQUENCY.index(c)) / len(_BY_FREQUENCY)
     if c.isdigit():
-        return 2.6  # about as common as "d" or "l" in logs
+        return 2.2  # rarer than most letters in prose, about as common as "d" in logs
     return 4.0
 
 

@@ -43,10 +43,11 @@ _NEG_LAST = _NEG_SEGMENTS - _words("key login user username sig signature data")
         """
 )
 _DIGEST_WORDS = _words("sha sha1 sha256 sha512 md5 hash hashed digest checksum fingerprint")
-# With the misspellings and abbreviations people type: pswd, paswd, passw, pasword.
+# With the misspellings and abbreviations people type: pswd, paswd, passw, pasword
+# (the keyword search reads "pass", "pw", "pswd" and "pasw").
 _PW_WORDS = (
     "password", "passwd", "passphrase", "passcode", "passwort", "contrasena",
-    "pswd", "paswd", "passw", "pasword", "psword", "passwrd",
+    "pswd", "paswd", "passw", "pasword", "passwrd",
 )  # fmt: skip
 _NOT_PW = _words(
     """
