@@ -147,8 +147,19 @@ def _plain(value: object) -> bool:
         for k, v in value.items():
             if type(k) is not str or (not k.isascii() and max(k) >= _UTF16_ORDER_SENSITIVE):
                 return False
-            if type(v) is str or v is None or type(v) is bool:
+            kind = type(v)
+            if kind is str or v is None or kind is bool:
                 continue
+            # Numbers are a record's other common members: checked here, as
+            # below, without a call each.
+            if kind is int:
+                if -_MAX_EXACT_INT <= v <= _MAX_EXACT_INT:
+                    continue
+                return False
+            if kind is float:
+                if 1e-4 <= abs(v) < 1e16 and not v.is_integer():
+                    continue
+                return False
             if not _plain(v):
                 return False
         return True
