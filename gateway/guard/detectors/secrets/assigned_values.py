@@ -48,7 +48,9 @@ _OPENERS = {"(": ")", "[": "]", "{": "}"}
 _CLOSER_RE = re.compile(r"[)\]}]")
 _BRACKET_RE = re.compile(r"[()\[\]{}]")
 _AWS_SECRET_RE = re.compile(r"[A-Za-z0-9/+]{40}", _A)
-_AUTH_SCHEMES = _words("bearer basic token bot digest apikey sso-key ssws key otoken negotiate")
+_AUTH_SCHEMES = _words(
+    "bearer basic token bot digest apikey api-token sso-key ssws key otoken negotiate"
+)
 # Signature schemes: the header carries a per-request HMAC, not a reusable secret.
 _SIGNED_SCHEMES = _words("aws4-hmac-sha256 hmac-sha256 signature")
 
