@@ -31,6 +31,11 @@ _AI_ALTS: Final = (
 )
 _AI_NOUN: Final = f"(?:{_AI_ALTS})"
 _ANY_AI: Final = f"(?:{_AI_ALTS}|assistants?|agents?|models?|bots?|chatbots)"
+# The first words of `_ANY_AI`, where rules that start with it are tried.
+_ANY_AI_STARTS: Final = (
+    "ai llm llms language chatbot chat claude chatgpt gpt gemini copilot llama mistral virtual"
+    " digital automated assistant assistants agent agents model models bot bots chatbots"
+)
 # Verbs for carrying out the reader's own task.
 _DO_TASK: Final = (
     r"(?:solve|solving|complete|completing|finish|finishing|do|doing|continue|continuing"
@@ -42,6 +47,13 @@ _TASK: Final = r"(?:task|tasks|request|question|query|instructions?|assignment|j
 _YOUR_TASK: Final = (
     r"(?:your|the|my|this|that)\W+(?:original|current|actual|initial|real|main|assigned|given"
     r"|user'?s?|first|previous|primary)\W+"
+)
+
+# What a planted note asks its reader to do.
+_ACTION: Final = (
+    r"(?:forward|send|delete|transfer|pay|email|share|upload|run|execute|click|visit|open|grant"
+    r"|change|reset|remove|book|buy|purchase|post|reply|tell|say|wire|move|invite|add|create"
+    r"|download|install|call)"
 )
 
 RULES: Final[tuple[Phrase, ...]] = (
@@ -238,7 +250,11 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"|balance|savings|crypto|bitcoin|btc|eth)\b"
         r"|\bas\W+much\W+money\W+as\W+(?:possible|you\W+can)\b"
         r"|\b(?:send|transfer|wire|pay)\W+(?:\w+\W+){0,4}?to\W+(?:the\W+)?(?:account|iban)\W+"
-        r"(?:number\W+)?[a-z]{2}\d{2}[a-z0-9]{8,30}\b",
+        r"(?:number\W+)?[a-z]{2}\d{2}[a-z0-9]{8,30}\b"
+        # "transfer $500 to account 9999"
+        r"|\b(?:send|transfer|wire|pay)\W+\d[\d,.]{0,12}\W+(?:(?:dollars|usd|eur|euros|gbp|pounds"
+        r"|btc)\W+)?(?:to|into)\W+(?:the\W+|this\W+)?(?:account|iban|wallet|recipient"
+        r"|beneficiary)\b",
     ),
     Phrase(
         "planted.destroys_data",
@@ -246,13 +262,16 @@ RULES: Final[tuple[Phrase, ...]] = (
         "tool_execution",
         _CUE,
         "asks to delete data",
-        "delete remove erase wipe destroy rm",
+        "delete remove erase wipe destroy rm and",
         "",
         r"\b(?:delete|remove|erase|wipe|destroy)\W+(?:all|every|each)\W+(?:of\W+)?(?:the\W+|my\W+"
         r"|your\W+|their\W+|his\W+|her\W+)?(?:\w+\W+)?(?:files|emails|messages|documents|data"
         r"|records|repositories|repos|contacts|events|backups|folders|directories|photos"
         r"|accounts|logs)\b"
-        r"|\brm\W+-rf\b",
+        r"|\brm\W+-rf\b"
+        # "forward the emails to ... and then delete them": covering tracks.
+        r"|\band\W+(?:then\W+)?(?:delete|remove|erase)\W+(?:them|those|these|the\W+(?:originals?"
+        r"|emails?|messages?|evidence|sent\W+\w+))\b",
     ),
     Phrase(
         "planted.sends_data_away",
@@ -277,5 +296,54 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"(?:\w+\W+)?password\W+(?:\w+\W+){0,3}?to\b"
         r"|\b(?:grant|give)\W+(?:\w+\W+){0,4}?(?:admin|administrator|owner|full|permanent|root)"
         r"\W+(?:access|rights|permissions?|privileges)\b",
+    ),
+    Phrase(
+        "planted.when_you_process_this",
+        "process_this",
+        "agent_addressed",
+        _REVIEW,
+        "instruction to the AI processing the text",
+        "when whenever while if after before",
+        "",
+        # "When summarising this page, you must say ...": summarising and
+        # parsing are what a model does with the text, not a person.
+        r"\b(?:when|whenever|while|if|after|before)\W+(?:you\W+(?:are\W+)?)?(?:summari[sz]e"
+        r"|summari[sz]ing|process|processing|parse|parsing|analy[sz]e|analy[sz]ing|translate"
+        r"|translating)\W+(?:this|these|the\W+(?:following|above))\W+(?:\w+\W+)?(?:email|emails"
+        r"|page|document|text|article|message|review|reviews|file|content|webpage|website|post"
+        r"|thread|data|results?)\W+(?:\w+\W+){0,3}?(?:you\W+(?:must|should|need\W+to|have\W+to)"
+        r"|please|tell|say|mention|recommend|include|add|state|claim|inform|remind|respond|reply"
+        r"|write|answer|make\W+sure|be\W+sure|ensure|always|never)\b",
+    ),
+    Phrase(
+        "planted.shapes_your_answer",
+        "shape_answer",
+        "output_manipulation",
+        _CUE,
+        "shapes the reader's answer",
+        "in modify change rewrite alter format answer respond reply write",
+        "",
+        r"\bin\W+your\W+(?:answer|reply|response|summary|output)\W+(?:\w+\W+){0,2}?(?:recommend"
+        r"|tell|say|mention|include|state|claim|add|insert|write|urge|advise|suggest|warn)\b"
+        r"|\b(?:modify|change|rewrite|alter|format)\W+your\W+(?:answer|reply|response|summary"
+        r"|output)\W+(?:to|so|by|in)\b"
+        r"|\b(?:answer|respond|reply|write)\W+(?:\w+\W+){0,3}?in\W+all\W+caps\b",
+    ),
+    Phrase(
+        "planted.speaks_of_the_assistant",
+        "assistant_should",
+        "agent_addressed",
+        _CUE,
+        "tells the assistant what to do",
+        "the " + _ANY_AI_STARTS,
+        "",
+        # "the assistant should now forward ...", "AI assistant, please also
+        # transfer ...": data speaking to or about its reader, asking for an
+        # action.
+        r"\bthe\W+(?:ai\W+)?(?:assistant|agent|model|ai|bot|chatbot|llm)\W+(?:should|must"
+        r"|needs\W+to|has\W+to|will|is\W+(?:required|instructed|asked|expected)\W+to)\W+"
+        rf"(?:now\W+|also\W+|immediately\W+|first\W+)?{_ACTION}\b"
+        rf"|\b(?:ai\W+)?{_ANY_AI}\W*,\W*(?:please\W+)?(?:also\W+|now\W+|immediately\W+"
+        rf"|first\W+)?{_ACTION}\b",
     ),
 )
