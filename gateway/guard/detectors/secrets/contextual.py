@@ -80,6 +80,21 @@ _SAMPLES: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "Server=db;Password=<password>;",
         ),
     ),
+    "discord_webhook": (
+        "discord.com/api/webhooks/<id>/<60-68 base64url>",
+        (
+            "https://discord.com/api/webhooks/1234567890123456789/HLxDsCxqjBLd3qbJskH53rGTD_2U3OpSH5r44wLzwTGV6HJYq_EEyUqj37Xa2fCs-4Gu",
+        ),
+        ("https://discord.com/api/webhooks/123/abc",),
+    ),
+    "teams_webhook": (
+        "<tenant>.webhook.office.com/webhookb2/<uuid>@<uuid>/IncomingWebhook/<32 hex>/<uuid>",
+        (
+            "https://contoso.webhook.office.com/webhookb2/de451397-bc7b-3"
+            "b16-69da-8a2ebbafd285@cd9cb03a-c28c-b594-e2dd-81ad4053bcf1/IncomingWebhook/b95bc059d0a0fb333da794b4241589da/b76d454d-8535-dcf4-5ff0-066fa16854c6",
+        ),
+        ("https://contoso.webhook.office.com/webhookb2/",),
+    ),
     "discord_token": (
         "24 base64url . 6 . 27 (bot token)",
         ("MTIzNDU2Nzg5MDEyMzQ1Njc4.CZ7Uw9.xfogoEmvnEN5N1aE6PwZPf1Qh6y",),

@@ -43,7 +43,8 @@ _HIGH_ENTROPY_AHEAD = (
 _COLON_RE = re.compile(
     r":(?:"
     r"(?=//(?:[^\s:/?#@\"'<>\\]{0,128}:[^\s/?@\"'<>\\]{1,256}@[A-Za-z0-9\[_]"
-    r"|hooks\.slack\.com/|api\.softlayer\.com/))"
+    r"|hooks\.slack\.com/|api\.softlayer\.com/"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/|[A-Za-z0-9-]{1,60}\.webhook\.office\.com/))"
     r"|(?=AA[A-Za-z0-9_-]{33})(?<=[0-9]{8}:)"
     r"|" + _HIGH_ENTROPY_AHEAD + r")",
     _A,
@@ -70,7 +71,8 @@ _HE_PROBE = (
 _VALUE_30 = r"(?=[ \t\"'`A-Za-z0-9%+/_~.=-]{30})"
 _COLON_PROBE = (
     r"//(?:[^\s:/?#@\"'<>\\]{0,128}:[^\s/?@\"'<>\\]{1,256}@[A-Za-z0-9\[_]"
-    r"|hooks\.slack\.com/|api\.softlayer\.com/)"
+    r"|hooks\.slack\.com/|api\.softlayer\.com/"
+    r"|(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/|[A-Za-z0-9-]{1,60}\.webhook\.office\.com/)"
     r"|AA[A-Za-z0-9_-]{33}(?<=[0-9]{8}:AA[A-Za-z0-9_-]{33})"
     rf"|{_VALUE_30}(?:{_HE_PROBE})"
 )
@@ -99,6 +101,17 @@ _SLACK_HOOK_RE = re.compile(
 )
 _SOFTLAYER_URL_RE = re.compile(
     r"//api\.softlayer\.com/(?:soap|rest)/v3(?:\.1)?/([a-z0-9]{64})(?![a-z0-9])", _A
+)
+# Webhook URLs: whoever holds one can post as the integration.
+_DISCORD_HOOK_RE = re.compile(
+    r"//(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/"
+    r"([A-Za-z0-9_-]{60,68})(?![A-Za-z0-9_-])",
+    _A,
+)
+_TEAMS_HOOK_RE = re.compile(
+    r"//[A-Za-z0-9-]{1,60}\.webhook\.office\.com/webhookb2/[0-9a-f-]{36}@[0-9a-f-]{36}/"
+    r"IncomingWebhook/([0-9a-f]{32}/[0-9a-f-]{36})",
+    _A,
 )
 _TELEGRAM_RE = re.compile(r"[0-9]{8,10}:AA[A-Za-z0-9_-]{33}(?![A-Za-z0-9_-])", _A)
 _DIGITS_BACK_RE = re.compile(r"[0-9]{8,10}\Z", _A)
@@ -134,6 +147,12 @@ def _on_url(ctx: _Ctx, pos: int) -> None:
         if sm is not None and _clean_token(sm.group(1)):
             ctx.add(sm.start(1), sm.end(1), "softlayer_api_key", _PRIO_SPECIFIC)
         return
+    for rx, kind in ((_DISCORD_HOOK_RE, "discord_webhook"), (_TEAMS_HOOK_RE, "teams_webhook")):
+        wm = rx.match(text, pos + 1)
+        if wm is not None:
+            if _clean_token(wm.group(1)):
+                ctx.add(wm.start(1), wm.end(1), kind, _PRIO_SPECIFIC)
+            return
     back = _SCHEME_BACK_RE.search(text, max(0, pos - 31), pos)
     if back is None:
         return
