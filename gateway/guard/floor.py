@@ -11,27 +11,39 @@ the fingerprints.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gateway.guard.decision import Action
 from gateway.guard.detectors import unwrap
+from gateway.guard.detectors.base import Detector, Scope
 from gateway.guard.detectors.builtin import SECRETS
 from gateway.guard.detectors.custom import CustomRules
 from gateway.guard.findings import Finding
 
 
 class Floor:
-    """The built-in secret rules plus, per team, custom rules: one scan, one unwrap pass."""
+    """A team's detectors of scope `EVERY`, run as one scan inside one unwrap pass."""
 
-    __slots__ = ("_custom", "key")
+    __slots__ = ("_actions", "_custom", "_scans", "key")
 
-    def __init__(self, custom: CustomRules | None = None) -> None:
-        self._custom = custom if custom is not None and custom.actions else None
+    def __init__(self, detectors: Sequence[Detector] = (SECRETS,)) -> None:
+        every = [d for d in detectors if d.scope is Scope.EVERY]
+        self._scans = [d.inspect for d in every]
+        self._custom = [d for d in every if isinstance(d, CustomRules)]
+        # Built-in kinds deny; a custom rule says what its kind does.
+        self._actions: dict[str, Action] = {}
+        for rules in self._custom:
+            self._actions.update(rules.actions)
         # Cached results are shared by every team with the same floor.
-        self.key: tuple[object, ...] = () if self._custom is None else self._custom.key
+        self.key: tuple[object, ...] = tuple(rules.key for rules in self._custom)
 
     def _scan(self, text: str) -> list[Finding]:
-        found = SECRETS.inspect(text)
-        if self._custom is not None:
-            found.extend(self._custom.inspect(text))
+        found: list[Finding] = []
+        for scan in self._scans:
+            result = scan(text)
+            if not isinstance(result, list):
+                raise TypeError("a detector of scope EVERY reports findings")
+            found.extend(result)
         return found
 
     def find(self, text: str) -> list[tuple[str, str]]:
@@ -43,15 +55,12 @@ class Floor:
 
     def mark(self, text: str) -> str:
         """``text`` with each match of a deny custom rule replaced by its marker."""
-        if self._custom is None:
-            return text
-        return self._custom.mark(text)
+        for rules in self._custom:
+            text = rules.mark(text)
+        return text
 
     def action(self, kind: str) -> Action:
-        """What a finding of ``kind`` does: built-in kinds deny; custom ones say."""
-        if self._custom is None:
-            return "deny"
-        return self._custom.actions.get(kind, "deny")
+        return self._actions.get(kind, "deny")
 
 
 DEFAULT = Floor()

@@ -41,7 +41,7 @@ from gateway.guard.classifiers.providers import (
 )
 from gateway.guard.decision import ALLOW, Allowance, Decision, Evidence, severity
 from gateway.guard.detectors import injection
-from gateway.guard.detectors.base import Detector
+from gateway.guard.detectors.base import Detector, Scope
 from gateway.guard.detectors.builtin import INJECTION, SECRETS
 from gateway.guard.detectors.custom import CustomRules
 from gateway.guard.findings import Fingerprinter
@@ -161,11 +161,11 @@ class TeamPolicy:
     rules: Rules
     inbound: Inbound
     classifier: Classifier | None
-    # The detectors this team's requests go through: the floor (scope EVERY:
-    # built-in secret rules and the team's custom rules, one pass) and the
-    # inbound check (scope UNTRUSTED).
+    # The team's detectors: the floor runs those of scope EVERY (the built-in
+    # secret rules and the team's custom rules, in one pass) on every segment;
+    # the inbound check runs those of scope UNTRUSTED on untrusted text.
     floor: floor.Floor = floor.DEFAULT
-    detectors: tuple[Detector, ...] = (SECRETS, INJECTION)
+    inbound_detectors: tuple[Detector, ...] = (INJECTION,)
     allow: Allowances | None = None
     on_secret: str = "deny"
 
@@ -238,8 +238,9 @@ class Guard:
                         settings.max_concurrency
                     )
             rules = team.rules
-            custom = CustomRules(team.detectors.custom)
-            team_floor = floor.Floor(custom) if team.detectors.custom else floor.DEFAULT
+            detectors: tuple[Detector, ...] = (SECRETS, INJECTION)
+            if team.detectors.custom:
+                detectors = (SECRETS, CustomRules(team.detectors.custom), INJECTION)
             self._policies[name] = TeamPolicy(
                 name=name,
                 policy_version=effective_policy_version(
@@ -248,10 +249,8 @@ class Guard:
                 rules=rules,
                 inbound=team.inbound,
                 classifier=classifiers[settings],
-                floor=team_floor,
-                detectors=(SECRETS, custom, INJECTION)
-                if team.detectors.custom
-                else (SECRETS, INJECTION),
+                floor=floor.Floor(detectors) if team.detectors.custom else floor.DEFAULT,
+                inbound_detectors=tuple(d for d in detectors if d.scope is Scope.UNTRUSTED),
                 allow=Allowances(team.allow) if team.allow != Allow() else None,
                 on_secret=team.outbound.on_secret,
             )
@@ -320,20 +319,26 @@ class Guard:
             await pace.spent(len(window))
         return _Seen(tuple(found))
 
-    async def _assess(self, seen: _Seen, text: str, pace: _Pace) -> injection.InjectionAssessment:
-        """The embedded injection detector, once per text, a large text window by window."""
+    async def _assess(
+        self, seen: _Seen, text: str, pace: _Pace, detectors: Sequence[Detector]
+    ) -> injection.InjectionAssessment:
+        """The inbound detectors' assessment, once per text, a large text window by window.
+
+        Every team has the same inbound detectors (the embedded injection
+        check), so the result is kept with the text's floor results.
+        """
         found = seen.injection
         if found is not None:
             return found
-        if len(text) <= _WINDOW:
-            found = INJECTION.inspect(text)
-            await pace.spent(len(text))
-        else:
-            parts = []
-            for window in _windows(text):
-                parts.append(INJECTION.inspect(window))
-                await pace.spent(len(window))
-            found = _most_severe(parts)
+        parts: list[injection.InjectionAssessment] = []
+        for window in (text,) if len(text) <= _WINDOW else _windows(text):
+            for detector in detectors:
+                result = detector.inspect(window)
+                if not isinstance(result, injection.InjectionAssessment):
+                    raise TypeError("a detector of scope UNTRUSTED reports an assessment")
+                parts.append(result)
+            await pace.spent(len(window))
+        found = parts[0] if len(parts) == 1 else _most_severe(parts)
         seen.injection = found
         return found
 
@@ -518,7 +523,7 @@ class Guard:
             if not segment.text or segment.trust is _OPAQUE:
                 continue
             if self._is_untrusted(segment, inbound):
-                found = await self._assess(info, segment.text, pace)
+                found = await self._assess(info, segment.text, pace, policy.inbound_detectors)
                 if found.decision != "allow":
                     verdict = _heuristic_verdict(found, policy.policy_version)
                     results.append((segment, "inbound", verdict, found.signals))

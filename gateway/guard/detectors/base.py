@@ -10,7 +10,7 @@ whose findings deny or hold), or only `UNTRUSTED` text (the inbound check).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from gateway.guard.detectors.injection import InjectionAssessment
 from gateway.guard.findings import Finding
@@ -21,6 +21,7 @@ class Scope(StrEnum):
     UNTRUSTED = "untrusted"
 
 
+@runtime_checkable
 class Detector(Protocol):
     @property
     def name(self) -> str: ...
