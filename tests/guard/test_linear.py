@@ -225,6 +225,21 @@ CONTEXT_DOCUMENTS = [
     '"api_key", "' + VALUE + '", ',
     "password = " + "a" * 60 + " ",
     "a" * 100 + "password=",
+    # Private keys in log output: the prefix before the material is read lazily.
+    "-----BEGIN RSA PRIVATE KEY-----\n2024-05-01T10:00:00Z INFO ",
+    "-----BEGIN RSA PRIVATE KEY-----\n" + "a " * 40,
+    "-----BEGIN RSA PRIVATE KEY-----\n#1 0.1 " + _B64_LINE + _B64_LINE + " x\n",
+    "-----BEGIN ML-DSA-65 PRIVATE KEY-----\n",
+    "PuTTY-User-Key-File-3: ssh-ed25519\n" + "Comment: x\n" * 3,
+    "PuTTY-User-Key-File-2: ssh-rsa\nPrivate-Lines: 1\n" + _B64_LINE + "\n",
+    "#define PASSWORD ",
+    '#define DB_PASS "' + VALUE + '"\n',
+    "%define db_password ",
+    "CREATE USER app PASSWORD '",
+    "IDENTIFIED BY '" + VALUE + "' ",
+    'ConvertTo-SecureString "' + VALUE + '" -AsPlainText ',
+    "https://discord.com/api/webhooks/1234567890123456789/",
+    "https://x.webhook.office.com/webhookb2/",
 ]
 
 

@@ -181,7 +181,7 @@ def _credential_ok(user: str, pw: str) -> bool:
     return not (p.lower() in _PLACEHOLDER_VALUES and user.lower() in _PLACEHOLDER_VALUES)
 
 
-_KEYWORD_RE = re.compile(r"pass|pw|secret|token|key|auth|cred|login", re.I | _A)
+_KEYWORD_RE = re.compile(r"pass|pw|psw|pasw|secret|token|key|auth|cred|login", re.I | _A)
 # The same words for text already lowercased: a literal-led search, several
 # times faster than a case-insensitive one on the short keys of JSON objects.
 _KEYWORD_LOW_RE = re.compile(_KEYWORD_RE.pattern)
