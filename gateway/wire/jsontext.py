@@ -93,7 +93,9 @@ def loads(text: str) -> object:
 #    later duplicate takes its separator (and maybe more) with it: equal
 #    counts mean no key repeats. Then numbers: an integer of 19 digits or
 #    more may be past 64 bits, so a body with a run of 19 digits anywhere (in
-#    a string too, which costs only the slow path) goes to loads().
+#    a string too, which costs only the slow path) goes to loads(); such an
+#    integer is at least 2**63, which orjson writes back with "e+", so only a
+#    value written with a "+" needs its body's digits counted.
 
 
 class _Undecided:
@@ -118,11 +120,11 @@ def fast_loads(data: bytes, codec: fastjson.Codec) -> object:
         return UNDECIDED
     if written == data:
         return value
-    if (
-        _COLON_ESCAPES in data
-        or data.count(b":") != written.count(b":")
-        or _LONG_NUMBER in data.translate(_DIGITS)
-    ):
+    if _COLON_ESCAPES in data or data.count(b":") != written.count(b":"):
+        return UNDECIDED
+    # orjson writes every float of 1e16 or more with "e+", so a value without a
+    # "+" anywhere holds no integer it read as a float: no digits to count.
+    if b"+" in written and _LONG_NUMBER in data.translate(_DIGITS):
         return UNDECIDED
     return value
 
