@@ -53,6 +53,7 @@ def test_every_third_party_import_of_the_package_and_tests_is_declared() -> None
         "prometheus_client": "prometheus-client",
         "pytest_aiohttp": "pytest-aiohttp",
         "detect_secrets": "detect-secrets",
+        "re2": "google-re2",
     }
     local = {"gateway", "tests", "bench"}
     missing: set[str] = set()
