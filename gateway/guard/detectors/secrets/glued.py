@@ -70,14 +70,25 @@ def _table() -> dict[str, tuple[_Keyword, ...]]:
 KEYWORDS_AT: dict[str, tuple[_Keyword, ...]] = _table()
 
 
+_NAMED_GROUP_RE = re.compile(r"\(\?P<\w+>")
+
+
 def probe(anchor: str, lower: bool = False) -> str:
-    """What follows ``anchor`` where one of its keywords is: the rest, then a
-    lookbehind for the whole keyword when the anchor is not its first character."""
+    """Where one of the anchor's keywords starts a match of its rule.
+
+    The rest of the keyword after the anchor, then a lookbehind over the whole
+    keyword that also asserts the rule's pattern from the keyword's start: the
+    prefilter stops only where the rule matches ("pat" in "path" costs the
+    scan nothing). For the lowercased copy, the pattern ignoring case: it
+    matches there wherever the rule matches the text.
+    """
     alts = []
     for k in KEYWORDS_AT[anchor]:
         lit = k.literal.lower() if lower else k.literal
-        behind = f"(?<={re.escape(lit)})" if k.offset else ""
-        alts.append(re.escape(lit[k.offset + 1 :]) + behind)
+        body = _NAMED_GROUP_RE.sub("(?:", k.rule.pattern.pattern)
+        if lower:
+            body = f"(?i:{body})"
+        alts.append(re.escape(lit[k.offset + 1 :]) + f"(?<=(?={body}){re.escape(lit)})")
     return "(?:" + "|".join(dict.fromkeys(alts)) + ")"
 
 
