@@ -302,7 +302,9 @@ def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
             return  # comparisons against variables
         if op != ":" and _IDENT_RE.fullmatch(v) is not None and not _has_digit(v):
             return  # token = Whitespace: a name in code, not a value
-    if form == 3 and not (quoted and (_looks_random(v, 12) or _UUID_RE.fullmatch(v))):
+    # ("api_token", "value") needs a random value; a password name any password:
+    # define('DB_PASSWORD', 'x') in PHP, ("password", "x") pairs.
+    if form == 3 and not (quoted and (cls == _PW or _looks_random(v, 12) or _UUID_RE.fullmatch(v))):
         return
     _emit_assignment(ctx, name, cls, vs, ve, quoted)
 

@@ -31,12 +31,22 @@ _SHARED = frozenset("AJBSGgpuPU")
 _BY_FREQUENCY = "etaoinsrhldcumfpgwybvkxjqz"
 
 
+_NEVER = frozenset("cCkK")
+_SEPARATORS = frozenset("-_.")
+
+
 def _cost(c: str) -> float:
     """How often the prefilter would stop at ``c`` in ordinary text, as a rank."""
     if c in _SHARED:
         return 0.0
+    if c in _NEVER:
+        return 9.0
     if c.isupper():
         return 1.0
+    if c in _SEPARATORS:
+        # Searched for anyway; one more alternative that starts with a literal
+        # costs a character test at each separator, not another search.
+        return 1.5
     if c.islower():
         return 2.0 + (len(_BY_FREQUENCY) - _BY_FREQUENCY.index(c)) / len(_BY_FREQUENCY)
     if c.isdigit():

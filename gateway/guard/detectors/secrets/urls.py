@@ -187,6 +187,8 @@ _KEYWORD_RE = re.compile(r"pass|pw|psw|pasw|secret|token|key|auth|cred|login", r
 _KEYWORD_LOW_RE = re.compile(_KEYWORD_RE.pattern)
 
 
+# Names of content hashes written as "<name>:<base64>" (Go modules) or "<name>=".
+_HASH_NAMES = _words("h1 sha1 sha224 sha256 sha384 sha512 md5 blake2b blake3 xxh3 xxh64")
 _HE_VALUE_RE = re.compile(r"[A-Za-z0-9+/_~.=-]{32,200}", _A)
 _SAS_RE = re.compile(r"[A-Za-z0-9%+/]{30,200}(?:%3D|=){0,2}", _A)
 _NAME_BACK_RE = re.compile(r"[A-Za-z0-9_.-]{0,64}\Z", _A)
@@ -250,6 +252,8 @@ def _on_high_entropy(ctx: _Ctx, m: re.Match[str]) -> None:
         not _NEG_SEGMENTS.isdisjoint(_segments(name)) or _KEYWORD_RE.search(name) is not None
     ):
         return  # keyword names are judged by the keyword passes
+    if name.lower() in _HASH_NAMES:
+        return  # go.sum "h1:<base64>", "sha512-..." integrity: content hashes
     if (
         _HASH_PREFIX_RE.match(v)
         or "=" in v.rstrip("=")
