@@ -84,6 +84,9 @@ def test_start_and_gate_words_never_hide_a_match() -> None:
     assert checked > 1000
 
 
+_CONTEXTS = ("", "print(", "visit ", "and ", "the ")
+
+
 def test_every_rule_fires_through_assess_on_a_sample() -> None:
     # Not a decision test: a rule whose index entry or start word is wrong
     # would never produce a hit, whatever its pattern says.
@@ -92,7 +95,10 @@ def test_every_rule_fires_through_assess_on_a_sample() -> None:
     for i, rule in enumerate(phrases._PHRASE_RULES):
         fired = False
         for alt in rule.alts:
-            for sample in _samples(alt.pattern, rnd, 30):
+            # Look-behinds are not drawn by the sampler: these supply the
+            # words the rules look behind for.
+            drawn = _samples(alt.pattern, rnd, 30)
+            for sample in [p + d for d in drawn for p in _CONTEXTS]:
                 low = norm._casefolded(sample)
                 words = set(norm._tokens(low))
                 if not alt.search(" ".join(low.split())):

@@ -40,6 +40,9 @@ from gateway.guard.detectors.injection.decoders import (
     _HEX_ESCAPES as _HEX_ESCAPES,
 )
 from gateway.guard.detectors.injection.decoders import (
+    _MORSE_RUN as _MORSE_RUN,
+)
+from gateway.guard.detectors.injection.decoders import (
     _PCT_ESCAPE as _PCT_ESCAPE,
 )
 from gateway.guard.detectors.injection.decoders import (
@@ -69,6 +72,7 @@ from gateway.guard.detectors.injection.hidden import (
 from gateway.guard.detectors.injection.hidden import (
     _ZW_SPLIT as _ZW_SPLIT,
 )
+from gateway.guard.detectors.injection.literals import _RULES as _LITERAL_RULES
 from gateway.guard.detectors.injection.phrases import (
     _LEET_SPELLINGS as _LEET_SPELLINGS,
 )
@@ -116,6 +120,9 @@ from gateway.guard.detectors.injection.text import (
     _MIXED_SCRIPT as _MIXED_SCRIPT,
 )
 from gateway.guard.detectors.injection.text import (
+    _U_ESCAPE as _U_ESCAPE,
+)
+from gateway.guard.detectors.injection.text import (
     _WORD as _WORD,
 )
 from gateway.guard.detectors.injection.text import (
@@ -156,6 +163,7 @@ _PATTERNS = (
     _HEX_ESCAPES,
     _HOWTO,
     _MIXED_SCRIPT,
+    _MORSE_RUN,
     _PCT_ESCAPE,
     _PCT_RUN,
     _ROLE_HEADER,
@@ -163,7 +171,9 @@ _PATTERNS = (
     _TAG_RUN,
     _TEMPLATE_OTHER,
     _TEMPLATE_SYSTEM,
+    _U_ESCAPE,
     _WORD,
     _ZW_RUN,
     _ZW_SPLIT,
+    *(r.pattern for r in _LITERAL_RULES),
 )

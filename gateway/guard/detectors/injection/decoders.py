@@ -131,7 +131,7 @@ _B64_MIN: Final = 24
 _HEX_RUN: Final = b"a" * 32
 
 
-def _blobs(raw: bytes) -> Iterator[tuple[str, bool]]:
+def _blobs(raw: bytes, alnum: bytes | None = None) -> Iterator[tuple[str, bool]]:
     """Base64 (True) or hex (False) runs that hold a word of 16+ letters and
     digits mixed, in text order, each once (for up to _MAX_BLOBS words).
 
@@ -139,8 +139,10 @@ def _blobs(raw: bytes) -> Iterator[tuple[str, bool]]:
     Encoded text mixes letters and digits; identifiers and numbers do not. A
     base64 run is taken whole, from separator to separator, so that it
     decodes from its start; base64 wrapped into lines yields every line.
+    `alnum`: `raw` translated by `_ALNUM_IMAGE`, if the caller has it.
     """
-    alnum = raw.translate(_ALNUM_IMAGE)
+    if alnum is None:
+        alnum = raw.translate(_ALNUM_IMAGE)
     b64 = b""
     seen: set[bytes] = set()
     decoded_from: set[int] = set()
@@ -223,7 +225,9 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
     budget = _MAX_BLOBS
     # _blobs's first step, a translate and a find of 16 alphanumerics in a
     # row, is itself the cheapest test for a long word.
-    for blob, is_b64 in _blobs(text.encode("utf-8", "surrogatepass")):
+    raw = text.encode("utf-8", "surrogatepass")
+    alnum = raw.translate(_ALNUM_IMAGE)
+    for blob, is_b64 in _blobs(raw, alnum):
         decoded = (_b32_text(blob) or _b64_text(blob)) if is_b64 else _hex_text(blob)
         if decoded:
             yield decoded
@@ -251,8 +255,10 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
         yield codecs.decode(" ".join(low[: _BLOB_DECODE_CHARS * 8].split()), "rot13")
     if not _REVERSED_HINTS.isdisjoint(present):
         yield " ".join(low[: _BLOB_DECODE_CHARS * 8].split())[::-1]
-    # Morse needs dots and dashes next to each other: two substring checks.
-    if ".-" in text or "-." in text:
+    # Twelve morse letters make a run of 24+ characters without a letter or
+    # digit: one search in the image the blobs were found in, then the dots
+    # and dashes.
+    if _MORSE_GAP in alnum and (".-" in text or "-." in text):
         for count, m in enumerate(_MORSE_RUN.finditer(text)):
             decoded = _morse_text(m.group())
             if decoded:
@@ -278,6 +284,7 @@ _MORSE: Final = {
     ".----": "1", "..---": "2", "...--": "3", "....-": "4", ".....": "5", "-....": "6",
     "--...": "7", "---..": "8", "----.": "9",
 }  # fmt: skip
+_MORSE_GAP: Final = b" " * 24
 # Twelve or more morse letters, separated by spaces or slashes (word breaks).
 _MORSE_RUN: Final = re.compile(r"(?:[.\-]{1,6}[ /|]{1,9}){12,}[.\-]{0,6}")
 

@@ -558,6 +558,17 @@ def _check(need: frozenset[str]) -> _Check:
     return words, tuple(sorted(w.lstrip(_SUBSTRING) for w in need - words))
 
 
+class _Way(NamedTuple):
+    """One way to match an alternative, besides its key: the words that must
+    all occur, the word sets of which one must occur each, and the needs of
+    which a word or a substring must occur."""
+
+    alt: int
+    singles: frozenset[str]
+    any_of: tuple[frozenset[str], ...]
+    mixed: tuple[_Check, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class _Ways:
     """Every way to match a set of patterns, looked up by its rarest need.
@@ -571,31 +582,32 @@ class _Ways:
 
     owners: tuple[tuple[int, int], ...]  # alternative -> (pattern, alternative in it)
     index: dict[str, tuple[int, ...]]  # word -> ways keyed by it
-    ways: tuple[tuple[int, tuple[int, ...]], ...]  # (alternative, ids of its other needs)
-    checks: tuple[_Check, ...]
+    ways: tuple[_Way, ...]
     keys: frozenset[str]
 
     @classmethod
     def of(cls, patterns: list[list[str]]) -> _Ways:
         owners = tuple((i, j) for i, alts in enumerate(patterns) for j in range(len(alts)))
         index: dict[str, list[int]] = {}
-        ways: list[tuple[int, tuple[int, ...]]] = []
-        checks: dict[_Check, int] = {}
+        ways: list[_Way] = []
         for alt, (i, j) in enumerate(owners):
             for needs in _needs(patterns[i][j]):
                 key = min(needs, key=_rarity, default=None)
                 if key is None or _rarity(key)[0] == math.inf:
                     raise ValueError(f"no word is needed to match {patterns[i][j]!r}")
-                rest = sorted(needs - {key}, key=_rarity)
+                rest = [_check(n) for n in sorted(needs - {key}, key=_rarity)]
                 for word in key:
                     index.setdefault(word, []).append(len(ways))
-                ways.append((alt, tuple(checks.setdefault(_check(n), len(checks)) for n in rest)))
+                ways.append(
+                    _Way(
+                        alt,
+                        frozenset(w for ws, subs in rest if len(ws) == 1 and not subs for w in ws),
+                        tuple(ws for ws, subs in rest if len(ws) > 1 and not subs),
+                        tuple((ws, subs) for ws, subs in rest if subs),
+                    )
+                )
         return cls(
-            owners,
-            {w: tuple(ids) for w, ids in index.items()},
-            tuple(ways),
-            tuple(checks),
-            frozenset(index),
+            owners, {w: tuple(ids) for w, ids in index.items()}, tuple(ways), frozenset(index)
         )
 
     def live(
@@ -603,27 +615,26 @@ class _Ways:
     ) -> dict[int, list[int]]:
         """pattern -> its alternatives that can match (in order), given the
         text's words and the subset `present` of them that are keys."""
-        ways, checks, index = self.ways, self.checks, self.index
+        ways, index = self.ways, self.index
         candidates: set[int] = set()
         for word in present:
             candidates.update(index[word])
         live: set[int] = set()
-        seen: dict[int, bool] = {}
+        # Set operations in C per way, rather than a Python loop per need:
+        # this runs on every text that holds a key word.
         for way in candidates:
-            alt, rest = ways[way]
-            if alt in live:
+            alt, singles, any_of, mixed = ways[way]
+            if (
+                alt in live
+                or not singles <= words
+                or any(map(words.isdisjoint, any_of))
+                or not all(
+                    not ws.isdisjoint(words) or any(map(low.__contains__, subs))
+                    for ws, subs in mixed
+                )
+            ):
                 continue
-            for check in rest:
-                ok = seen.get(check)
-                if ok is None:
-                    need_words, substrings = checks[check]
-                    ok = seen[check] = not need_words.isdisjoint(words) or (
-                        bool(substrings) and any(map(low.__contains__, substrings))
-                    )
-                if not ok:
-                    break
-            else:
-                live.add(alt)
+            live.add(alt)
         by_pattern: dict[int, list[int]] = {}
         for alt in sorted(live):
             i, j = self.owners[alt]

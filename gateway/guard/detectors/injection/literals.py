@@ -263,6 +263,14 @@ _ASCII_RULES: Final = tuple(r for r in _RULES if not r.cjk)
 _CJK_RULES: Final = tuple(r for r in _RULES if r.cjk)
 
 
+def _leads(rule: _LiteralRule) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(lit[0] for lit in rule.literals))
+
+
+_WITH_LEADS: Final = tuple((r, _leads(r)) for r in _ASCII_RULES)
+_CJK_WITH_LEADS: Final = tuple((r, _leads(r)) for r in _CJK_RULES)
+
+
 def _search(rule: _LiteralRule, low: str) -> re.Match[str] | None:
     for literal in rule.literals:
         i = low.find(literal)
@@ -280,8 +288,12 @@ def literal_hits(low: str, words: AbstractSet[str], cjk: bool) -> list[_Hit]:
     """Hits of the literal rules in casefolded `low` (layout kept), whose
     words are `words`; `cjk`: the text has kana, ideographs or Hangul."""
     hits: list[_Hit] = []
-    for rule in _ASCII_RULES + _CJK_RULES if cjk else _ASCII_RULES:
+    for rule, leads in _WITH_LEADS + _CJK_WITH_LEADS if cjk else _WITH_LEADS:
         if rule.words and rule.words.isdisjoint(words):
+            continue
+        # A one-character search (memchr) per distinct first character
+        # costs less than a search for each literal.
+        if not any(map(low.__contains__, leads)):
             continue
         m = _search(rule, low)
         if m:

@@ -62,8 +62,16 @@ def _leet_spellings(words: frozenset[str]) -> frozenset[str]:
     return frozenset(out)
 
 
-# Leetspeak is a disguise of English words.
-_LEET_TRIGGERS: Final = frozenset(w for w in _TRIGGERS if w.isascii() and w.isalpha())
+# Leetspeak disguises English trigger words. Short ones are left out: their
+# leet spellings ("1f", "d0", "a5") are what hex ids and hashes are made of,
+# and each would send a text down the leetspeak path for nothing.
+_LEET_TRIGGERS: Final = frozenset(
+    w
+    for r in _PHRASE_RULES
+    if not r.name.startswith("multilingual.")
+    for w in r.gate
+    if w.isascii() and w.isalpha() and len(w) >= 4
+)
 _LEET_SPELLINGS: Final = _leet_spellings(_LEET_TRIGGERS)
 
 
@@ -97,7 +105,9 @@ def _apply_phrases(
         return []
     hits: list[_Hit] = []
     done: set[str] = set()
-    s = ""
+    # The patterns take any run of whitespace where words meet (line breaks
+    # and indentation of wrapped tool output included), so they read the
+    # casefolded text as it is, without a collapsed copy.
     for i, alts in _PHRASE_WAYS.live(keys, words, low).items():
         rule = _PHRASE_RULES[i]
         if rule.group in done or rule.gate.isdisjoint(words):
@@ -105,13 +115,11 @@ def _apply_phrases(
         starts = [w for w in rule.starts if w in words]
         if not starts:
             continue
-        # Whitespace is collapsed only for text that reaches a pattern.
-        s = s or " ".join(low.split())
-        m = _match_at_starts([rule.alts[j] for j in alts], s, starts)
+        m = _match_at_starts([rule.alts[j] for j in alts], low, starts)
         if m is None:
             continue
         if rule.label == _EXTRACT_GENERIC_LABEL and _HOWTO.search(
-            s, max(0, m.start() - 40), m.start()
+            low, max(0, m.start() - 40), m.start()
         ):
             # "how to set the system prompt" is a question about a product.
             continue

@@ -79,7 +79,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"\b(?:print|reveal|show|tell|give|output|display|dump|send|leak|expose|share"
         r"|disclose|email|post|upload|provide|exfiltrate|read\W+out|what\W+(?:is|are))\b"
         rf"{_GAP5}(?:your|all\W+(?:of\W+)?(?:your|the)|the\W+(?:system|server|host|environment)"
-        rf"(?:'s)?)[ ](?:\w+[ ]){{0,2}}?{_SECRET_NOUN}\b"
+        rf"(?:'s)?)\s+(?:\w+\s+){{0,2}}?{_SECRET_NOUN}\b"
         rf"|{_SECRET_NOUN}\W+(?:in|from|of|stored\W+in|inside)\W+your\W+(?:database|memory|system"
         r"|context|environment|config(?:uration)?|files?|prompt|instructions)",
     ),
@@ -118,10 +118,12 @@ RULES: Final[tuple[Phrase, ...]] = (
         "prompt_extraction",
         _REVIEW,
         "hidden prompt request in code",
-        "console print printf println puts echo alert log",
+        "system systemprompt sys initial hidden systemmessage prompt",
         "",
-        r"\b(?:console\W+log|print|printf|println|puts|echo|alert|log)\W{1,3}(?:self\W|this\W)?"
+        # Tried where the prompt's name is; the call must come right before.
+        r"(?:(?<=log\()|(?<=print\()|(?<=print\W\W)|(?<=printf\()|(?<=println\()|(?<=puts\W)"
+        r"|(?<=echo\W)|(?<=echo\W\$)|(?<=alert\()|(?<=print\W))\b"
         r"(?:system[\W_]?prompt|systemprompt|sys[\W_]?prompt|initial[\W_]?prompt|hidden[\W_]?prompt"
-        r"|system[\W_]?message|systemmessage|system[\W_]?instructions|prompt[\W_]?template)\b",
+        r"|system[\W_]?message|systemmessage|system[\W_]?instructions)\b",
     ),
 )

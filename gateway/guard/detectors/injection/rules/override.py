@@ -90,8 +90,8 @@ RULES: Final[tuple[Phrase, ...]] = (
         "new updated real actual revised overriding system begin start enter initiate end your"
         " the all allprevious",
         "instructions instruction directives directive prompt",
-        r"\b(?:new|updated|real|actual|revised|overriding)[ ](?:system[ ])?(?:instructions?"
-        r"|directives?|system[ ]prompt)[ ]?(?:is|are)?[ ]?:"
+        r"\b(?:new|updated|real|actual|revised|overriding)\s+(?:system\s+)?(?:instructions?"
+        r"|directives?|system\s+prompt)\s?(?:(?:is|are)\s?)?:"
         r"|\bnew\W+system\W+prompt\b|\bsystem\W+prompt\W+(?:override|update|injection)\b"
         r"|\b(?:begin|start|enter|initiate)\W+new\W+instructions"
         r"|\bend\W+(?:of\W+)?(?:out\W+of\W+date|old|previous|system)\W+(?:instructions|prompt)\b"
@@ -108,8 +108,8 @@ RULES: Final[tuple[Phrase, ...]] = (
         "announced new task",
         "your",
         "task goal objective instructions instruction rules orders purpose mission role",
-        r"\byour[ ](?:new|real|actual|true)[ ](?:task|goal|objective|instructions?|rules|orders"
-        r"|purpose|mission|role)[ ](?:is|are|will\W+be)\b",
+        r"\byour\s+(?:new|real|actual|true)\s+(?:task|goal|objective|instructions?|rules|orders"
+        r"|purpose|mission|role)\s+(?:is|are|will\W+be)\b",
     ),
     Phrase(
         "new_instructions.override_mode",

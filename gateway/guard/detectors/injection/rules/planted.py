@@ -50,10 +50,11 @@ _YOUR_TASK: Final = (
 )
 
 # What a planted note asks its reader to do.
+# Verbs of code ("run", "call", "add") are left out: the rules using this
+# are looked up by it, and code is full of those.
 _ACTION: Final = (
-    r"(?:forward|send|delete|transfer|pay|email|share|upload|run|execute|click|visit|open|grant"
-    r"|change|reset|remove|book|buy|purchase|post|reply|tell|say|wire|move|invite|add|create"
-    r"|download|install|call)"
+    r"(?:forward|send|delete|transfer|pay|email|share|upload|grant|reset|wire|purchase|buy"
+    r"|visit|click|book|install|tell|say)"
 )
 
 RULES: Final[tuple[Phrase, ...]] = (
@@ -84,8 +85,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"\bif\W+you\W+(?:are|'re|re)\W+(?:an?\W+)?(?:\w+\W+)?" + _AI_NOUN + r"\b"
         # "AI agents reading this must", "to any assistant processing this page"
         rf"|\b{_ANY_AI}\W+(?:reading|processing|parsing"
-        r"|summari[sz]ing|analy[sz]ing|browsing|viewing|scanning|that\W+(?:reads?|process(?:es)?"
-        r"|sees?))\W+(?:this|these|the\W+(?:text|page|email|message|document|content|file)"
+        r"|summari[sz]ing|analy[sz]ing|browsing|viewing|scanning|that\W+(?:reads|processes))\W+(?:this|these|the\W+(?:text|page|email|message|document|content|file)"
         r"|my\W+(?:text|page|email|message|document|content|file))\b",
     ),
     Phrase(
@@ -205,13 +205,15 @@ RULES: Final[tuple[Phrase, ...]] = (
         "data_exfiltration",
         _REVIEW,
         "sends data in a URL",
-        "fetch visit open browse load request get call curl wget navigate go access send make"
-        " replace substitute fill",
+        "http https replace substitute fill",
         "",
         # "visit https://x.example/log?d={conversation}"
-        r"\b(?:fetch|visit|open|browse|load|request|get|call|curl|wget|navigate\W+to|go\W+to"
-        r"|access|send\W+a\W+request\W+to|make\W+a\W+request\W+to)\W+(?:the\W+(?:url|link|page"
-        r"|website|endpoint|address)\W+)?https?://[^\s{}]{1,300}\{\W?(?:data|secret|secrets"
+        # The URL is where the rule is tried; the word before it must ask for
+        # it to be fetched (fixed-width look-behinds, one per word).
+        r"(?:(?<=fetch\W)|(?<=visit\W)|(?<=open\W)|(?<=browse\W)|(?<=load\W)|(?<=get\W)"
+        r"|(?<=call\W)|(?<=curl\W)|(?<=wget\W)|(?<=to\W)|(?<=access\W)|(?<=url\W)|(?<=link\W)"
+        r"|(?<=page\W)|(?<=endpoint\W)|(?<=address\W)|(?<=website\W)|(?<=request\W))"
+        r"\bhttps?://[^\s{}]{1,300}\{\W?(?:data|secret|secrets"
         r"|password|passwords|token|api\W?key|conversation|history|chat|context|summary|memory"
         r"|messages|credentials|otp|code|private|personal|prompt|instructions|answer|response)"
         r"\w{0,20}\W?\}"
@@ -262,7 +264,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         "tool_execution",
         _CUE,
         "asks to delete data",
-        "delete remove erase wipe destroy rm and",
+        "delete remove erase wipe destroy rm",
         "",
         r"\b(?:delete|remove|erase|wipe|destroy)\W+(?:all|every|each)\W+(?:of\W+)?(?:the\W+|my\W+"
         r"|your\W+|their\W+|his\W+|her\W+)?(?:\w+\W+)?(?:files|emails|messages|documents|data"
@@ -270,8 +272,8 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"|accounts|logs)\b"
         r"|\brm\W+-rf\b"
         # "forward the emails to ... and then delete them": covering tracks.
-        r"|\band\W+(?:then\W+)?(?:delete|remove|erase)\W+(?:them|those|these|the\W+(?:originals?"
-        r"|emails?|messages?|evidence|sent\W+\w+))\b",
+        r"|(?:(?<=and\W)|(?<=then\W))(?:delete|remove|erase)\W+(?:them|those|these|the\W+"
+        r"(?:originals?|emails?|messages?|evidence|sent\W+\w+))\b",
     ),
     Phrase(
         "planted.sends_data_away",
@@ -335,15 +337,15 @@ RULES: Final[tuple[Phrase, ...]] = (
         "agent_addressed",
         _CUE,
         "tells the assistant what to do",
-        "the " + _ANY_AI_STARTS,
+        _ANY_AI_STARTS,
         "",
         # "the assistant should now forward ...", "AI assistant, please also
         # transfer ...": data speaking to or about its reader, asking for an
         # action.
-        r"\bthe\W+(?:ai\W+)?(?:assistant|agent|model|ai|bot|chatbot|llm)\W+(?:should|must"
-        r"|needs\W+to|has\W+to|will|is\W+(?:required|instructed|asked|expected)\W+to)\W+"
+        r"(?<=the\W)(?:ai\W+)?(?:assistant|agent|model|ai|bot|chatbot|llm)\W+(?:should|must"
+        r"|needs\W+to|has\W+to|is\W+(?:required|instructed|asked|expected)\W+to)\W+"
         rf"(?:now\W+|also\W+|immediately\W+|first\W+)?{_ACTION}\b"
-        rf"|\b(?:ai\W+)?{_ANY_AI}\W*,\W*(?:please\W+)?(?:also\W+|now\W+|immediately\W+"
+        rf"|\b(?:{_AI_ALTS}|assistant)\W*,\W*(?:please\W+)?(?:also\W+|now\W+|immediately\W+"
         rf"|first\W+)?{_ACTION}\b",
     ),
 )
