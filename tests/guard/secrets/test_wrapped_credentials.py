@@ -49,6 +49,17 @@ FOUND = {
     "wget --header": f'wget --header="Authorization: Bearer {TOKEN}" https://x',
     "httpie": f"http GET https://api.example.com Authorization:'Bearer {TOKEN}'",
     "headers dict": f'headers = {{"Authorization": "Bearer {TOKEN}"}}',
+    "nginx proxy_set_header": f'proxy_set_header Authorization "Basic {b64("u:" + P)}";',
+    "Apache RequestHeader": f'RequestHeader set Authorization "Bearer {TOKEN}"',
+    "JSON log line": json.dumps(
+        {"msg": "login", "request": {"headers": {"authorization": f"Bearer {TOKEN}"}}}
+    ),
+    "access log query": f"GET /api/v1/items?api_key={TOKEN}&page=2 HTTP/1.1",
+    "env dump": f"HOME=/root\nDATABASE_URL=postgres://app:{P}@db:5432/app\nSHLVL=1",
+    "ansible inventory": f"web1 ansible_host=10.0.0.5 ansible_user=admin ansible_ssh_pass={P}",
+    "terraform state": json.dumps(
+        {"resources": [{"instances": [{"attributes": {"password": P, "username": "admin"}}]}]}
+    ),
 }
 
 NOT_FOUND = {
@@ -64,6 +75,10 @@ NOT_FOUND = {
     "curl -u placeholder": "curl -u user:password https://x",
     "curl -u variables": 'curl -u "$USER:$PASS" https://x',
     "docs": "Send the header `Authorization: Bearer <token>` with each request.",
+    "nginx variable": 'proxy_set_header Authorization "Bearer $upstream_token";',
+    "Maven encrypted password": "<password>{COQLCE6DU6GtcS5P=}</password>",
+    "Terraform variable": "password = var.db_password",
+    "Ansible vault variable": 'ansible_become_pass: "{{ vault_become_pass }}"',
 }
 
 

@@ -210,7 +210,9 @@ _KW_C = _kw("cre(?:t(?<=secret)|d)", _PROSE_TAIL)
 _KW_P = _kw(
     "p(?:ass|w|swd|asw)", r"|([ \t]{1,4}(?:(?:is|was)[ \t]{1,4}|-p[ \t]{0,2})?)(?=[^\s=:\-])"
 )
-_KW_U = _kw("uth(?<=auth)")
+# "Authorization" then spaces and a scheme: nginx proxy_set_header, Apache
+# RequestHeader set, HAProxy http-request set-header.
+_KW_U = _kw("uth(?<=auth)", r"|([ \t]{1,4})(?=[\"']?(?:basic|bearer|token|digest)[ \t])")
 _KW_G = _kw("gin(?<=login)")
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _PATH_LEAD = _NAME_CHARS | frozenset(":*}])")
@@ -239,7 +241,8 @@ def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
             _k8s_secret(ctx, line_start)
         return
     prose = form == 9 and m.group(9).strip(" \t").lower() in ("is", "was")
-    if form == 9 and not prose and not _spaced_credential(text, name_start, m):
+    spaced_header = form == 9 and text[name_start : m.end(1)].lower().endswith("authorization")
+    if form == 9 and not (prose or spaced_header) and not _spaced_credential(text, name_start, m):
         return
     name = text[name_start : m.end(1)].strip(".-")
     if not name:
