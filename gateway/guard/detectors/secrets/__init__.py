@@ -1,9 +1,11 @@
 """Deterministic detection of concrete secrets in outbound text.
 
 A reader finds a rule by its name: token formats are data (``rules.yaml``,
-compiled once by ``rules``); the scan that finds them and the contextual rules
-are one module each (``private_keys``, ``jwt``, ``urls``, ``assignments``,
-``kubernetes``, ``curl``, ``bundler``...), driven by ``engine``.
+checked and compiled once by ``rules``, found by ``tokens`` at their separator
+or by ``glued`` at their keyword); the contextual rules are one module each
+(``private_keys``, ``jwt``, ``urls``, ``assignments``, ``kubernetes``, ``curl``,
+``bundler``), their kinds and samples in ``contextual``; ``engine`` runs them
+all, and ``coverage`` writes ``COVERAGE.md`` from the rules.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ KINDS: frozenset[str] = frozenset({r.kind for r in RULES} | set(CONTEXTUAL))
 
 def names_secret(key: str) -> bool:
     """Whether ``key`` could name a secret: it holds a word the keyword passes
-    look for (pass, pw, secret, token, key, auth, cred, login, in any case).
+    look for (pass, pw, psw, pasw, secret, token, key, auth, cred, login, in
+    any case).
 
     For the wire adapters, which give the value of such a JSON member a segment
     of its own, ``json.dumps(key) + ": " + json.dumps(value)``, so that a pair

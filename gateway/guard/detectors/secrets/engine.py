@@ -1,18 +1,20 @@
-"""Deterministic detection of concrete secrets in outbound text.
+"""The scan: every pass over one text, and how the places where they could match are found.
 
 Every request waits on this scan, so speed is part of correctness. The rules
 are grouped into passes, each anchored on one character where its matches
 start, with a pattern whose groups its handler reads:
 
   ``_`` ``-`` ``.``   the separator after a known token prefix (``ghp_``,
-                      ``sk-``, ``ya29.``...), checked by fixed-width lookbehinds;
-                      the dash pass also finds ``--password`` style flags
-  ``A``               AWS key ids, Google API keys and other ``A``-led formats
+                      ``sk-``, ``ya29.``...; ``rules.yaml``, read by ``tokens``),
+                      checked by fixed-width lookbehinds; the dash pass also
+                      finds ``--password`` style flags
+  one per character   the keyword formats of ``rules.yaml`` (``AKIA``, ``dapi``,
+                      ``GR1348941``, ``IDENTIFIED BY``...), each keyword anchored
+                      on the character that costs the prefilter least (``glued``)
   ``J`` ``B``         JWTs (``eyJ``) and PEM private keys (``-----BEGIN``)
   ``~`` ``|``         Azure client secrets, OpenShift and Facebook app tokens
-  ``G`` ``p`` ``S``   GitLab runner (``GR1348941``), Databricks (``dapi``) and
-                      Twilio (``SK``) tokens, whose prefix runs into the body
-  ``:`` ``=``         credentials in URLs, Slack webhooks, Telegram bot tokens,
+  ``:`` ``=``         credentials in URLs, Slack, Discord and Teams webhooks,
+                      Telegram bot tokens,
                       Azure SAS signatures and random values under plain names
   ``k`` ``c`` ``p`` ``u`` ``g``, either case: the key-name keywords
                       (``token``/``key``, ``secret``/``cred``, ``pass``/``pw``,
