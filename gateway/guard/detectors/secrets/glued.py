@@ -3,8 +3,9 @@
 The formats are data (``rules.yaml``, entries with ``keywords``). The scan finds
 them with one pass per anchor character: each keyword is anchored on the
 character of it that costs the prefilter least (one some other pass already
-looks for, else a capital, a digit or a rare letter), and the pass's pattern
-is the rest of the keyword with a lookbehind for the part before the anchor.
+looks for, else a capital, a separator, a rare letter or a digit), and the
+pass's pattern is the rest of the keyword with lookbehinds for the whole
+keyword and the rule's pattern (see ``probe``).
 """
 
 from __future__ import annotations
@@ -22,18 +23,17 @@ from gateway.guard.detectors.secrets.values import (
 )
 
 # Characters other passes already anchor on (see ``engine``): a keyword anchored
-# on one of them adds an alternative to a search made anyway. Not "c" and "k":
-# their searches start with a literal run ("cre", "ke") that re finds with a
-# fast scan, which a second alternative would turn into a test at every "c".
-# Nor the separators: the commonest anchors, with probes laid out for speed.
+# on one of them adds an alternative to a search made anyway. Ranked: capitals
+# are rare; "p" and "u" are common letters and their searches the busiest.
 _SHARED = {"A": 0.0, "J": 0.0, "B": 0.0, "S": 0.0, "P": 0.2, "U": 0.2, "G": 0.2, "g": 0.4}
-_SHARED |= {"u": 0.5, "p": 0.6}  # the busiest: "p" and "u" are common, and searched anyway
-# Lowercase letters from the commonest in English text and code to the rarest.
-_BY_FREQUENCY = "etaoinsrhldcumfpgwybvkxjqz"
-
-
+_SHARED |= {"u": 0.5, "p": 0.6}
+# Never "c" or "k": their searches start with a literal run ("cre", "ke") that
+# re finds with a fast scan, which one more alternative would turn into a test
+# at every "c" and "k".
 _NEVER = frozenset("cCkK")
 _SEPARATORS = frozenset("-_.")
+# Lowercase letters from the commonest in English text and code to the rarest.
+_BY_FREQUENCY = "etaoinsrhldcumfpgwybvkxjqz"
 
 
 def _cost(c: str) -> float:
@@ -139,7 +139,7 @@ def on_keyword_token(ctx: _Ctx, m: re.Match[str]) -> None:
         if start < 0 or not text.startswith(k.literal, start):
             continue
         if not _left_ok(text, start, k.rule.left):
-            return
+            continue
         tm = k.rule.pattern.match(text, start)
         if tm is None:
             continue
