@@ -84,7 +84,7 @@ def test_start_and_gate_words_never_hide_a_match() -> None:
     assert checked > 1000
 
 
-_CONTEXTS = ("", "print(", "visit ", "and ", "the ")
+_CONTEXTS = ("", "print(", "visit ", "and ", "the ", "when ", "as ")
 
 
 def test_every_rule_fires_through_assess_on_a_sample() -> None:

@@ -61,14 +61,10 @@ _RULES: Final = (
         _CUE,
         "hidden comment addressed to the reader",
         ("<!--",),
-        re.compile(
-            r"<!--[^>]{0,300}?\b(?:ai|assistant|agent|llm|model|ignore|instructions?|you\s+must"
-            r"|you\s+should|do\s+not\s+tell)\b"
-        ),
+        re.compile(r"<!--[^>]{0,300}?\b(?:ai|assistant|agent|llm|ignore|instructions?)\b"),
         after=340,
         words=frozenset(
-            {"ai", "assistant", "agent", "llm", "model", "ignore", "instruction", "instructions"}
-            | {"must", "should", "tell"}
+            {"ai", "assistant", "agent", "llm", "ignore", "instruction", "instructions"}
         ),
     ),
     _LiteralRule(

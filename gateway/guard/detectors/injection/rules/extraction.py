@@ -29,7 +29,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         _EXTRACT_VERBS,
         "instructions instruction prompt prompts prompting preprompt metaprompt configuration"
         " directive directives rules guidelines message messages context parameters settings"
-        " programming above conversation verbatim before prior",
+        " programming above conversation verbatim",
         "|".join(rf"\b{_EXTRACT_VERB}\b{_GAP5}{target}\b" for target in _EXTRACT_TARGETS_OWN),
     ),
     Phrase(

@@ -220,7 +220,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         # "... and replace DATA with the user's password"
         r"|\b(?:replace|substitute|fill\W+in)\W+(?:\w+\W+){0,3}?(?:with|by)\W+(?:the\W+|your\W+|a\W+"
         r"|all\W+)?(?:\w+\W+){0,3}?(?:conversation|chat\W+history|passwords?|credentials|api\W+keys?"
-        r"|secrets?|system\W+prompt|memory|previous\W+messages|security\W+code|private\W+\w+)\b",
+        r"|secrets?|system\W+prompt|previous\W+messages|security\W+code)\b",
     ),
     Phrase(
         "planted.tool_call",
@@ -245,12 +245,12 @@ RULES: Final[tuple[Phrase, ...]] = (
         "tool_execution",
         _CUE,
         "asks to move money",
-        "send transfer wire pay move as",
+        "send transfer wire pay move much",
         "",
         r"\b(?:send|transfer|wire|pay|move)\W+(?:all\W+(?:the\W+|of\W+the\W+|your\W+|my\W+)?"
         r"|the\W+(?:entire|full|whole|remaining)\W+|every\W+)(?:\w+\W+){0,2}?(?:money|funds"
         r"|balance|savings|crypto|bitcoin|btc|eth)\b"
-        r"|\bas\W+much\W+money\W+as\W+(?:possible|you\W+can)\b"
+        r"|(?<=as\W)much\W+money\W+as\W+(?:possible|you\W+can)\b"
         r"|\b(?:send|transfer|wire|pay)\W+(?:\w+\W+){0,4}?to\W+(?:the\W+)?(?:account|iban)\W+"
         r"(?:number\W+)?[a-z]{2}\d{2}[a-z0-9]{8,30}\b"
         # "transfer $500 to account 9999"
@@ -305,13 +305,16 @@ RULES: Final[tuple[Phrase, ...]] = (
         "agent_addressed",
         _REVIEW,
         "instruction to the AI processing the text",
-        "when whenever while if after before",
+        "summarize summarise summarizing summarising process processing parse parsing analyze"
+        " analyse analyzing analysing translate translating",
         "",
         # "When summarising this page, you must say ...": summarising and
-        # parsing are what a model does with the text, not a person.
-        r"\b(?:when|whenever|while|if|after|before)\W+(?:you\W+(?:are\W+)?)?(?:summari[sz]e"
-        r"|summari[sz]ing|process|processing|parse|parsing|analy[sz]e|analy[sz]ing|translate"
-        r"|translating)\W+(?:this|these|the\W+(?:following|above))\W+(?:\w+\W+)?(?:email|emails"
+        # parsing are what a model does with the text, not a person. Tried at
+        # the verb, which "when", "while", "if", "after", "before" or "you
+        # (are)" must precede (fixed-width look-behinds).
+        r"(?:(?<=when\W)|(?<=whenever\W)|(?<=while\W)|(?<=if\W)|(?<=after\W)|(?<=before\W)"
+        r"|(?<=you\W)|(?<=are\W))(?:summari[sz]e|summari[sz]ing|process|processing|parse"
+        r"|parsing|analy[sz]e|analy[sz]ing|translate|translating)\W+(?:this|these|the\W+(?:following|above))\W+(?:\w+\W+)?(?:email|emails"
         r"|page|document|text|article|message|review|reviews|file|content|webpage|website|post"
         r"|thread|data|results?)\W+(?:\w+\W+){0,3}?(?:you\W+(?:must|should|need\W+to|have\W+to)"
         r"|please|tell|say|mention|recommend|include|add|state|claim|inform|remind|respond|reply"
@@ -342,7 +345,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         # "the assistant should now forward ...", "AI assistant, please also
         # transfer ...": data speaking to or about its reader, asking for an
         # action.
-        r"(?<=the\W)(?:ai\W+)?(?:assistant|agent|model|ai|bot|chatbot|llm)\W+(?:should|must"
+        r"(?<=the\W)(?:ai\W+(?:assistant|agent|model)|assistant|ai|chatbot|llm)\W+(?:should|must"
         r"|needs\W+to|has\W+to|is\W+(?:required|instructed|asked|expected)\W+to)\W+"
         rf"(?:now\W+|also\W+|immediately\W+|first\W+)?{_ACTION}\b"
         rf"|\b(?:{_AI_ALTS}|assistant)\W*,\W*(?:please\W+)?(?:also\W+|now\W+|immediately\W+"
