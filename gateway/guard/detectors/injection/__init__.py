@@ -2,12 +2,15 @@
 
 Used when no LLM classifier is configured. Two layers, both pure Python:
 
-* rules (``rules/``, one module per family, each rule named
-  "<family>.<what it catches>"): explicit instruction overrides, jailbreak
-  personas, chat-template tokens and fake role headers (``templates``),
-  requests for hidden prompts or secrets, exfiltration and concealment,
-  invisible Unicode (``hidden``), and instructions hidden in encodings
-  (``decoders``);
+* rules, each named "<family>.<what it catches>" (grep the name):
+  ``rules/`` holds the phrase rules by family (overrides, jailbreak
+  personas, prompt and secret extraction, exfiltration and concealment,
+  claimed authority, instructions planted in tool output, the same attacks
+  in six more languages, decode-and-follow requests); ``literals`` the rules
+  found by a substring (planted tags, data in image URLs, Chinese, Japanese,
+  Korean); ``templates`` chat-template tokens and fake role headers;
+  ``hidden`` invisible Unicode; ``decoders`` instructions in base64, base32,
+  hex, escapes, rot13, morse, leetspeak or reversed text;
 * a small logistic-regression model over binary word features (``model``,
   weights in ``injection_model.json``, trained by ``bench/train_injection.py``)
   that catches the long role-play jailbreaks no phrase list covers without
@@ -15,14 +18,17 @@ Used when no LLM classifier is configured. Two layers, both pure Python:
 
 A rule deny is final; the model can only raise the decision. The default is
 allow: an imperative aimed at the reader ("run the tests and report") is
-collaboration, not steering.
+collaboration, not steering. Some rules are cues (actions a planted note
+asks for, which users ask for too): a cue counts only next to another
+signal, and two different ones make a review.
 
 Cost: the gateway runs this on every new tool result, so clean text must
-cost little more than reading its words. The text is normalised and split
-into words once per call (``text``); one set intersection with the rules'
-key words finds the few that can start a rule, and the words every match of
-a rule needs, read off the regexes (``gates``), decide which rules are tried
-at all. All regexes use bounded repetition over disjoint character classes,
+cost little more than reading its words. The text is normalised once per
+call (JSON/YAML string escapes undone, casefolded) and split into words
+(``text``), and every family reads that one view: one set intersection with
+the rules' key words finds the few that can start a rule, and the words
+every match of a rule needs, read off the regexes (``gates``), decide which
+rules are tried at all. All regexes use bounded repetition over disjoint character classes,
 so the work stays linear in the input size.
 
 The names below beyond the public API are re-exported for the tests that
