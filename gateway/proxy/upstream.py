@@ -49,6 +49,11 @@ _KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
 }
 
 
+# Built once: the paths of the known headers' segments.
+_KNOWN_PATHS = {name: f"header({name})" for name in _KNOWN_HEADERS}
+_OPAQUE = Trust.OPAQUE
+
+
 def _connection_tokens(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> frozenset[str]:
     # Every Connection header counts: a second one names hop-by-hop headers too.
     values = headers.getall("Connection", ())
@@ -103,13 +108,14 @@ def header_segments(
     expected there; another secret in it is not.
     """
     out: list[Segment] = []
+    append = out.append
     for i, (name, value) in enumerate(headers.items()):
         lower = name.lower()
         if lower in skip:
             continue
         expected = key_kinds if lower in _CREDENTIAL_HEADERS else _NOTHING
-        path = f"header({lower})" if lower in _KNOWN_HEADERS else f"header[{i}]"
-        out.append(Segment(path, "header", f"{name}: {value}", Trust.OPAQUE, None, expected))
+        path = _KNOWN_PATHS.get(lower) or f"header[{i}]"
+        append(Segment(path, "header", f"{name}: {value}", _OPAQUE, None, expected))
     return out
 
 
