@@ -678,6 +678,9 @@ def test_orjson_bytes_equal_the_encoders_seeded() -> None:
         {"n": 2**53, "m": -(2**53), "f": 0.0001, "g": 9999999999999998.5, "t": True},
         {"x": 1.0},
         {"x": 2**64},
+        # Every code point but the surrogates, as values and as keys.
+        ["".join(map(chr, range(0xD800))), "".join(map(chr, range(0xE000, 0x110000)))],
+        {chr(c): c for c in range(0, 0xD800, 7)},
         {1: "non-str key"},
         _Dict(b=1, a=2),
     ],
