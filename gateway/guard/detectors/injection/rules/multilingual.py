@@ -37,6 +37,9 @@ class _Language(NamedTuple):
     you_have_no: tuple[str, ...]  # "you have no"
     developer_mode: tuple[str, ...]
     enabled: tuple[str, ...]
+    everything: tuple[str, ...] = ()  # "everything", "all that"
+    before: tuple[str, ...] = ()  # "before", "above", "I said"
+    new_orders: tuple[str, ...] = ()  # "new instructions follow"
 
 
 _LANGUAGES: Final = (
@@ -154,6 +157,13 @@ _LANGUAGES: Final = (
         you_have_no=(r"du\W+hast\W+(?:keine|keinerlei)", r"für\W+dich\W+gelten\W+keine"),
         developer_mode=(r"entwicklermodus", r"entwickler\W+modus"),
         enabled=("aktiviert", "eingeschaltet", "aktiv"),
+        everything=("alles",),
+        before=("davor", "zuvor", "bisher", "bisherige", "oben", "vorher", "gesagt", "vorherige"),
+        new_orders=(
+            r"neue\W+anweisungen\W+folgen",
+            r"folgen\W+neue\W+anweisungen",
+            r"neue\W+anweisungen\W*:",
+        ),
     ),
     _Language(
         "fr",
@@ -276,6 +286,13 @@ _LANGUAGES: Final = (
         ),
         developer_mode=(r"mode\W+(?:développeur|developpeur|dév|sans\W+restrictions?)",),
         enabled=("activé", "activée", "enclenché", "actif"),
+        everything=("tout",),
+        before=("précède", "avant", "dit", "précédent", "précédemment"),
+        new_orders=(
+            r"nouvelles\W+instructions\W+suivent",
+            r"nouvelles\W+instructions\W*:",
+            r"voici\W+(?:tes|vos)\W+nouvelles\W+instructions",
+        ),
     ),
     _Language(
         "es",
@@ -397,6 +414,13 @@ _LANGUAGES: Final = (
         ),
         developer_mode=(r"modo\W+(?:desarrollador|de\W+desarrollador|sin\W+restricciones|dios)",),
         enabled=("activado", "activada", "habilitado", "habilitada", "encendido"),
+        everything=("todo",),
+        before=("anterior", "antes", "dije", "dicho", "arriba", "anteriormente"),
+        new_orders=(
+            r"nuevas\W+instrucciones\W*:",
+            r"siguen\W+nuevas\W+instrucciones",
+            r"estas\W+son\W+tus\W+nuevas\W+instrucciones",
+        ),
     ),
     _Language(
         "pt",
@@ -506,6 +530,13 @@ _LANGUAGES: Final = (
             r"modo\W+(?:desenvolvedor|de\W+desenvolvedor|programador|sem\W+restrições|deus)",
         ),
         enabled=("ativado", "ativada", "habilitado", "habilitada", "ligado"),
+        everything=("tudo",),
+        before=("anterior", "antes", "disse", "dito", "acima", "anteriormente"),
+        new_orders=(
+            r"novas\W+instruções\W*:",
+            r"seguem\W+novas\W+instruções",
+            r"estas\W+são\W+suas\W+novas\W+instruções",
+        ),
     ),
     _Language(
         "it",
@@ -612,6 +643,13 @@ _LANGUAGES: Final = (
         you_have_no=(r"non\W+(?:hai|ha)\W+(?:alcuna\W+|nessuna\W+|nessun\W+|più\W+)?",),
         developer_mode=(r"modalità\W+(?:sviluppatore|developer|senza\W+restrizioni|dio)",),
         enabled=("attivata", "attivato", "abilitata", "abilitato", "attiva"),
+        everything=("tutto",),
+        before=("prima", "precedente", "detto", "sopra", "precedentemente"),
+        new_orders=(
+            r"nuove\W+istruzioni\W*:",
+            r"seguono\W+nuove\W+istruzioni",
+            r"ecco\W+le\W+tue\W+nuove\W+istruzioni",
+        ),
     ),
     _Language(
         "ru",
@@ -729,6 +767,13 @@ _LANGUAGES: Final = (
         you_have_no=(r"у\W+(?:тебя|вас)\W+нет\W+(?:никаких\W+)?",),
         developer_mode=(r"режим\W+(?:разработчика|бога|без\W+ограничений)",),
         enabled=("включен", "включён", "активирован", "активен", "включено"),
+        everything=("всё", "все"),
+        before=("до", "ранее", "выше", "сказал", "сказано", "раньше"),
+        new_orders=(
+            r"новые\W+инструкции\W*:",
+            r"вот\W+твои\W+новые\W+инструкции",
+            r"далее\W+новые\W+инструкции",
+        ),
     ),
 )
 
@@ -760,7 +805,12 @@ def _rules(lang: _Language) -> tuple[Phrase, ...]:
     orders, earlier = _alt(lang.orders), _alt(lang.earlier)
     now = _alt(lang.now_you_are)
     ai, limits = _alt(lang.ai), _alt(lang.limits)
-    return (
+    forget_all = (
+        rf"|{verb}\W+{_alt(lang.everything)}\W+(?:\w+\W+){{0,5}}?{_alt(lang.before)}\b"
+        if lang.everything
+        else ""
+    )
+    rules = (
         Phrase(
             f"multilingual.{lang.code}.ignore_previous_instructions",
             f"override_{lang.code}",
@@ -770,7 +820,8 @@ def _rules(lang: _Language) -> tuple[Phrase, ...]:
             _starts(lang.override),
             "",
             rf"{verb}\W+{gap}{earlier}\W+(?:\w+\W+){{0,2}}?{orders}\b"
-            rf"|{verb}\W+{gap}{orders}\W+(?:\w+\W+){{0,2}}?{earlier}\b",
+            rf"|{verb}\W+{gap}{orders}\W+(?:\w+\W+){{0,2}}?{earlier}\b" + forget_all,
+            # "forget everything before"
         ),
         Phrase(
             f"multilingual.{lang.code}.reveal_system_prompt",
@@ -806,6 +857,21 @@ def _rules(lang: _Language) -> tuple[Phrase, ...]:
             _starts(lang.now_you_are),
             "",
             rf"\b{now}\W+(?:\w+\W+){{0,2}}?{ai}\b",
+        ),
+    )
+    if not lang.new_orders:
+        return rules
+    return (
+        *rules,
+        Phrase(
+            f"multilingual.{lang.code}.new_instructions",
+            f"new_orders_{lang.code}",
+            "override_instructions",
+            _REVIEW,
+            "announced new task",
+            _starts(lang.new_orders),
+            "",
+            rf"\b{_alt(lang.new_orders)}",
         ),
     )
 

@@ -106,10 +106,15 @@ RULES: Final[tuple[Phrase, ...]] = (
         "override_instructions",
         _REVIEW,
         "announced new task",
-        "your",
+        "your new now",
         "task goal objective instructions instruction rules orders purpose mission role",
         r"\byour\s+(?:new|real|actual|true)\s+(?:task|goal|objective|instructions?|rules|orders"
-        r"|purpose|mission|role)\s+(?:is|are|will\W+be)\b",
+        r"|purpose|mission|role)\s+(?:is|are|will\W+be)\b"
+        # "your instructions are now to ...", "new instructions follow"
+        r"|\byour\s+(?:task|goal|instructions|orders|job)\s+(?:is|are)\s+now\s+to\b"
+        r"|\b(?:now\W+)?new\W+(?:instructions|orders|directives|tasks?)\W+(?:follow|are\W+as\W+follows"
+        r"|come\W+next)\b"
+        r"|\bnow\W+(?:\w+\W+)?follow\W+(?:the\W+|my\W+)?new\W+(?:instructions|orders|directives)\b",
     ),
     Phrase(
         "new_instructions.override_mode",
