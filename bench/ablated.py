@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 STAGES = ("injection", "secrets", "guard", "parse", "audit")
 
@@ -49,6 +50,8 @@ def switch_off(stages: Sequence[str]) -> None:
 
         secrets.scan = nothing
     if "guard" in stages:
+        # The request path calls `inspect` then `judge`; `check` is what the
+        # other callers use. All three allow without looking.
 
         async def allow(
             self: pipeline.Guard,
@@ -60,7 +63,23 @@ def switch_off(stages: Sequence[str]) -> None:
         ) -> Decision:
             return ALLOW
 
+        async def inspect_nothing(
+            self: pipeline.Guard,
+            segments: Sequence[Segment],
+            policy: pipeline.TeamPolicy,
+            upstream: str = "",
+            deadline: float | None = None,
+        ) -> pipeline.Inspection:
+            return pipeline.Inspection(segments, [], ALLOW, pipeline._Pace(None))
+
+        async def judge_nothing(
+            self: pipeline.Guard, inspection: pipeline.Inspection, *args: Any, **kwargs: Any
+        ) -> Decision:
+            return ALLOW
+
         pipeline.Guard.check = allow  # type: ignore[method-assign]
+        pipeline.Guard.inspect = inspect_nothing  # type: ignore[method-assign]
+        pipeline.Guard.judge = judge_nothing  # type: ignore[method-assign]
     if "parse" in stages:
 
         def unparsed(
