@@ -83,7 +83,7 @@ def _rules(text: str) -> tuple[list[Hit], list[str], set[str]]:
         hits, hidden = _invisible_hits(text)
     # Without a key word no phrase, template, leetspeak or rot13 rule can
     # match; only Llama's case-sensitive markers are left to look for.
-    if present or "]" in text:
+    if present or "inst" in words:
         hits.extend(_template_hits(text, low, words, present))
     if present:
         hits.extend(_phrase_hits(low, words, present))

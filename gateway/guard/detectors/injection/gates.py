@@ -622,16 +622,13 @@ class _Ways:
         live: set[int] = set()
         # Set operations in C per way, rather than a Python loop per need:
         # this runs on every text that holds a key word.
+        isdisjoint = words.isdisjoint
         for way in candidates:
             alt, singles, any_of, mixed = ways[way]
-            if (
-                alt in live
-                or not singles <= words
-                or any(map(words.isdisjoint, any_of))
-                or not all(
-                    not ws.isdisjoint(words) or any(map(low.__contains__, subs))
-                    for ws, subs in mixed
-                )
+            if alt in live or not singles <= words or any(map(isdisjoint, any_of)):
+                continue
+            if mixed and not all(
+                not isdisjoint(ws) or any(map(low.__contains__, subs)) for ws, subs in mixed
             ):
                 continue
             live.add(alt)

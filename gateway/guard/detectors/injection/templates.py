@@ -146,7 +146,9 @@ def _template_hits(
             if m:
                 hits.append(_Hit(rule.signal, rule.level, rule.label, m.group()))
                 break
-    if not hits and "]" in text and "INST]" in text:
+    # "[INST]" is the word "inst" to the word split: a set lookup before
+    # the case-sensitive search.
+    if not hits and "inst" in words and "INST]" in text:
         # Llama's markers are case-sensitive special tokens; lowercase
         # "[inst]" is ordinary code ("[inst] = ...") and must not match.
         if "[INST]" in text:

@@ -305,20 +305,20 @@ RULES: Final[tuple[Phrase, ...]] = (
         "agent_addressed",
         _REVIEW,
         "instruction to the AI processing the text",
-        "summarize summarise summarizing summarising process processing parse parsing analyze"
-        " analyse analyzing analysing translate translating",
+        "summarize summarise summarizing summarising process processing analyze analyse"
+        " analyzing analysing translate translating",
         "",
         # "When summarising this page, you must say ...": summarising and
         # parsing are what a model does with the text, not a person. Tried at
         # the verb, which "when", "while", "if", "after", "before" or "you
         # (are)" must precede (fixed-width look-behinds).
         r"(?:(?<=when\W)|(?<=whenever\W)|(?<=while\W)|(?<=if\W)|(?<=after\W)|(?<=before\W)"
-        r"|(?<=you\W)|(?<=are\W))(?:summari[sz]e|summari[sz]ing|process|processing|parse"
-        r"|parsing|analy[sz]e|analy[sz]ing|translate|translating)\W+(?:this|these|the\W+(?:following|above))\W+(?:\w+\W+)?(?:email|emails"
+        r"|(?<=you\W)|(?<=are\W))(?:summari[sz]e|summari[sz]ing|process|processing"
+        r"|analy[sz]e|analy[sz]ing|translate|translating)\W+(?:this|these|the\W+(?:following|above))\W+(?:\w+\W+)?(?:email|emails"
         r"|page|document|text|article|message|review|reviews|file|content|webpage|website|post"
         r"|thread|data|results?)\W+(?:\w+\W+){0,3}?(?:you\W+(?:must|should|need\W+to|have\W+to)"
-        r"|please|tell|say|mention|recommend|include|add|state|claim|inform|remind|respond|reply"
-        r"|write|answer|make\W+sure|be\W+sure|ensure|always|never)\b",
+        r"|please|tell|say|mention|recommend|state|claim|inform|remind|make\W+sure|be\W+sure"
+        r"|ensure)\b",
     ),
     Phrase(
         "planted.shapes_your_answer",
