@@ -10,6 +10,8 @@ from gateway.guard.detectors.unwrap import find
 P = "Xq7!Lm2pR9vT"  # synthetic; "{P}" in the texts below stands for it
 
 ASSIGNED = {
+    "java equals": 'if (password.equals("{P}")) {',
+    "java equalsIgnoreCase": 'if (pwd.equalsIgnoreCase("{P}"))',
     "cli/config: npmrc _auth": "_auth=ZGVwbG95OlhxNyFMbTJwUjl2VA==",
     "cli/config: maven": "<server><id>x</id><username>u</username><password>{P}</password></server>",
     "cli/config: spring": "spring.datasource.password={P}",
@@ -91,6 +93,8 @@ ASSIGNED = {
 }
 
 NOT_ASSIGNED = {
+    "java equals variable": "if (password.equals(confirmation)) {",
+    "java equals empty": 'if (password.equals("")) return;',
     "benign: ansible vault": "$ANSIBLE_VAULT;1.1;AES256\n66386439653236336462626566653063336164663966303231363934653561363964363833313662\n6431626536303530376336343832656537303632313433360a626438346336353331386135323734\n",
     "benign: htpasswd": "admin:$apr1$9Lb8zTcq$gH6qU7c9Q2mRkJ8h0vK1e/",
     "benign: shadow": "root:$6$xyz$abcdefghijklmnopqrstuvwxyz0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ./abcdefghijklmnopqrstu:19000:0:99999:7:::",

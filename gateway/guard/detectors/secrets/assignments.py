@@ -225,6 +225,10 @@ def _is_word(s: str, word: str) -> bool:
     return len(s) == len(word) and s.isascii() and s.lower() == word
 
 
+# password.equals("x") compares against a literal, as password == "x" does.
+_EQUALS = (".equals", ".equalsignorecase", ".contentequals")
+
+
 def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
     text = ctx.text
     name_start = m.start()
@@ -245,6 +249,9 @@ def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
     if form == 9 and not (prose or spaced_header) and not _spaced_credential(text, name_start, m):
         return
     name = text[name_start : m.end(1)].strip(".-")
+    compared = form == 6 and name.lower().endswith(_EQUALS)
+    if compared:
+        name = name.rsplit(".", 1)[0]
     if not name:
         return
     before = text[name_start - 1] if name_start else ""
@@ -275,7 +282,7 @@ def _on_keyword(ctx: _Ctx, m: re.Match[str]) -> None:
             if end > op_end:
                 _emit_assignment(ctx, name, cls, op_end, end, True)
         return
-    if form == 6 and not _is_setter(name):
+    if form == 6 and not (compared or _is_setter(name)):
         return  # get_secret("name"), hash_password(...): calls, not values
     rv = _read_value(text, op_end)
     if rv is None:
