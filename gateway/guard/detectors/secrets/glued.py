@@ -43,7 +43,9 @@ def _cost(c: str) -> float:
     if c in _NEVER:
         return 9.0
     if c.isupper():
-        return 1.0
+        # Capitals are rare in prose; among them, as among lowercase letters,
+        # the rarer the better ("EZTK" anchors on Z, not E).
+        return 1.0 + (len(_BY_FREQUENCY) - _BY_FREQUENCY.index(c.lower())) / len(_BY_FREQUENCY) / 2
     if c in _SEPARATORS:
         # Searched for anyway; one more alternative that starts with a literal
         # costs a character test at each separator, not another search.
