@@ -40,6 +40,7 @@ import bisect
 import re
 
 from gateway.guard.detectors import secrets, unwrap
+from gateway.guard.detectors.secrets.private_keys import PEM_END_RE, PEM_HEAD_RE
 from gateway.guard.findings import Finding
 
 __all__ = [
@@ -73,9 +74,6 @@ _LINE_RE = re.compile(r"[^\n]+")
 # Runs `unwrap` could decode: its gates (non-ASCII for normalisation, the
 # escape literals, base64 and hex runs of 16 or more characters).
 _WRAPPED_RE = re.compile(r"[^\x00-\x7f]|[%&\\]|0x|[A-Za-z0-9+/_-]{16}")
-# The same header and footer the scanner reads (secrets._PEM_HEAD_RE, _PEM_END_RE).
-_PEM_HEAD_RE = re.compile(r"-----BEGIN [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
-_PEM_END_RE = re.compile(r"-----END [A-Z0-9 ]{0,40}?PRIVATE KEY(?: BLOCK)?-----", re.ASCII)
 _PEM_END_MAX = 80  # characters an END line can take, so a search can span two deltas
 # Lines of key material after a key cut at `PEM_BOUND`: base64 with the quotes,
 # commas and escaped line breaks of a key pasted into code.
@@ -361,12 +359,12 @@ def _open_key(text: str, start: int) -> int | None:
     """Where a private key header at or after ``start`` has no END line after it yet."""
     at = text.find("-----BEGIN", start)
     while at >= 0:
-        head = _PEM_HEAD_RE.match(text, at)
+        head = PEM_HEAD_RE.match(text, at)
         if head is None:
             at = text.find("-----BEGIN", at + 1)
             continue
         nxt = text.find("-----BEGIN", head.end())
-        if _PEM_END_RE.search(text, head.end(), len(text) if nxt < 0 else nxt) is None:
+        if PEM_END_RE.search(text, head.end(), len(text) if nxt < 0 else nxt) is None:
             return at
         at = nxt
     return None
@@ -472,7 +470,7 @@ class StreamRedactor:
         self._held += len(text)
         if self._in_key:
             probe = self._tail + text
-            if _PEM_END_RE.search(probe) is None and self._held - self._key_at <= PEM_BOUND:
+            if PEM_END_RE.search(probe) is None and self._held - self._key_at <= PEM_BOUND:
                 self._tail = probe[-_PEM_END_MAX:]
                 return ""
             self._in_key = False
@@ -586,7 +584,7 @@ class StreamRedactor:
         pos = match.end() if match is not None else 0
         if pos == len(text):
             return ""
-        footer = _PEM_END_RE.match(text, pos)
+        footer = PEM_END_RE.match(text, pos)
         if footer is not None:
             self._key_body = False
             return text[footer.end() :]

@@ -526,3 +526,14 @@ def test_window_bounds_and_reuse() -> None:
     second = redactor.feed(BEFORE) + redactor.flush()
     assert first == BEFORE + marker("github_token") + " "
     assert second == BEFORE
+
+
+@pytest.mark.parametrize("label", ["ML-DSA-65", "ML-KEM-768", "SLH-DSA-SHA2-128S"])
+def test_post_quantum_key_blocks_go_whole(label: str) -> None:
+    body = "\n".join(["MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"] * 6)
+    key = f"-----BEGIN {label} PRIVATE KEY-----\n{body}\n-----END {label} PRIVATE KEY-----"
+    text = f"here:\n{key}\nbye"
+    assert redact(text) == "here:\n[REDACTED:private_key]\nbye"
+    stream = StreamRedactor()
+    out = "".join(stream.feed(text[i : i + 7]) for i in range(0, len(text), 7)) + stream.flush()
+    assert out == "here:\n[REDACTED:private_key]\nbye"

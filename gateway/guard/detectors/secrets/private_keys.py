@@ -15,8 +15,8 @@ from gateway.guard.detectors.secrets.common import _A, _PRIO_SPECIFIC, _Ctx
 from gateway.guard.detectors.secrets.values import _has_marker
 
 _BEGIN_RE = re.compile(r"BEGIN(?<=-----BEGIN)", _A)
-_PEM_HEAD_RE = re.compile(r"-----BEGIN [A-Z0-9 _-]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
-_PEM_END_RE = re.compile(r"-----END [A-Z0-9 _-]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
+PEM_HEAD_RE = re.compile(r"-----BEGIN [A-Z0-9 _-]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
+PEM_END_RE = re.compile(r"-----END [A-Z0-9 _-]{0,40}?PRIVATE KEY(?: BLOCK)?-----", _A)
 # Between the header and the key material: real or escaped line breaks (escaped
 # once or more), quotes and concatenation of keys pasted into code, comment and
 # quote marks in front of every line (# // -- ; > * ! %), "Proc-Type:" lines.
@@ -41,7 +41,7 @@ _B64_RUN_RE = re.compile(r"[A-Za-z0-9+/=]{20,8192}", _A)
 def _on_begin(ctx: _Ctx, m: re.Match[str]) -> None:
     text = ctx.text
     start = m.start() - 5
-    hm = _PEM_HEAD_RE.match(text, start)
+    hm = PEM_HEAD_RE.match(text, start)
     if hm is None:
         return
     body_start = hm.end()
@@ -49,7 +49,7 @@ def _on_begin(ctx: _Ctx, m: re.Match[str]) -> None:
     limit = text.find("-----BEGIN", body_start, body_start + 32768)
     limit = body_start + 32768 if limit < 0 else limit
     end_at = text.find("-----END ", body_start, limit)
-    em = _PEM_END_RE.match(text, end_at) if end_at >= 0 else None
+    em = PEM_END_RE.match(text, end_at) if end_at >= 0 else None
     body_end = em.start() if em is not None else min(len(text), body_start + 4096)
     # The material of this key ends before the next header (read by its own turn).
     bm = _PEM_BODY_RE.match(text, body_start, min(body_end, limit))
