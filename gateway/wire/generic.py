@@ -220,12 +220,20 @@ def _bounded(path: str) -> str:
     return f"{path[:_PATH_HEAD]}…{path[_PATH_HEAD - _PATH_MAX + 1 :]}"
 
 
+def too_many() -> PayloadError:
+    return PayloadError(f"request body has more than {MAX_SEGMENTS} text fields")
+
+
 def _append(
     out: list[Segment], text: str, path: str, role: str, trust: Trust, index: int | None
 ) -> None:
     if len(out) >= MAX_SEGMENTS:
-        raise PayloadError(f"request body has more than {MAX_SEGMENTS} text fields")
+        raise too_many()
     out.append(Segment(path, role, text, trust, index))
+
+
+# add_text and add_string are the commonest calls of a walk: each does its own
+# append rather than call _append, a call per segment saved.
 
 
 def add_text(
@@ -236,7 +244,9 @@ def add_text(
     if text.startswith("data:"):
         _add_pieces(out, blobs.data_url_texts(text), path, role, trust, index)
         return
-    _append(out, text, path, role, trust, index)
+    if len(out) >= MAX_SEGMENTS:
+        raise too_many()
+    out.append(Segment(path, role, text, trust, index))
 
 
 def add_base64(
@@ -425,7 +435,7 @@ def add_nested(
     ``index``, when given, stands in for an inner segment that has none.
     """
     if len(out) + len(inner) > MAX_SEGMENTS:
-        raise PayloadError(f"request body has more than {MAX_SEGMENTS} text fields")
+        raise too_many()
     for segment in inner:
         segment.path = prefix + segment.path if segment.path != "$" else prefix.rstrip(".")
         if segment.index is None:
@@ -528,8 +538,16 @@ def add_string(
     out: list[Segment], text: str, path: str, role: str, trust: Trust, index: int | None
 ) -> None:
     """A string value: its text, and the members of any JSON object or array written in it."""
-    add_text(out, text, path, role, trust, index)
-    if text[:1] in _JSON_HEADS and len(text) <= _EMBEDDED_MAX and _worth_parsing(text):
+    if not text:
+        return
+    if text.startswith("data:"):
+        # Never JSON: "d" is not one of _JSON_HEADS.
+        _add_pieces(out, blobs.data_url_texts(text), path, role, trust, index)
+        return
+    if len(out) >= MAX_SEGMENTS:
+        raise too_many()
+    out.append(Segment(path, role, text, trust, index))
+    if text[0] in _JSON_HEADS and len(text) <= _EMBEDDED_MAX and _worth_parsing(text):
         _embedded(out, text, path, role, trust, index, _EMBEDDED_NESTING, None)
 
 
@@ -887,7 +905,22 @@ def walk_message(
     """A chat-style message: ``role``, ``content`` (a string or typed parts), extras."""
     if depth > MAX_DEPTH:
         raise too_deep()
-    role, trust = message_role(msg.get("role"))
+    raw_role = msg.get("role")
+    known = ROLE_TRUST.get(raw_role) if isinstance(raw_role, str) else None
+    if known is None:
+        role, trust = ROLE_UNKNOWN, UNTRUSTED
+    else:
+        assert isinstance(raw_role, str)
+        role, trust = raw_role, known
+        if len(msg) == 2:
+            # `{"role", "content": "..."}`, most of a conversation: its one segment,
+            # as the loop below would find it.
+            content = msg.get("content")
+            if isinstance(content, str):
+                if content:
+                    child = f"{_bounded(path)}.content" if path else "content"
+                    add_string(out, content, child, role, trust, index)
+                return
     prefix = f"{_bounded(path)}." if path else ""
     for position, (key, value) in enumerate(msg.items()):
         child = (

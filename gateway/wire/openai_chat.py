@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from gateway.wire.base import PayloadError, Segment
+from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.generic import (
     PLAIN,
     ROLE_TRUST,
@@ -131,46 +131,70 @@ def _plain_tool_calls(calls: object) -> bool:
     return True
 
 
+# Paths of the first messages, built once: a turn rebuilds them on every request.
+_PRECOMPUTED = 512
+_PATHS = tuple(f"messages[{i}]" for i in range(_PRECOMPUTED))
+_CONTENT = tuple(f"{path}.content" for path in _PATHS)
+_CALL_ID = tuple(f"{path}.tool_call_id" for path in _PATHS)
+# ROLE_TRUST as a plain dict, read once per message.
+_TRUST: dict[object, Trust] = dict(ROLE_TRUST)
+
+
 def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
     """The shapes that make up nearly every agent turn, without the general walk.
 
     Each produces exactly the segments the general walk would, in the same
-    order (a test holds them equal); anything else returns False and takes
-    the general walk.
+    order (tests/wire/test_segments_differential.py holds them equal);
+    anything else returns False and takes the general walk.
     """
     role = msg.get("role")
     content = msg.get("content")
-    path = f"messages[{i}]"
-    if len(msg) == 2 and isinstance(content, str) and role in ROLE_TRUST:
-        assert isinstance(role, str)
-        add_string(out, content, f"{path}.content", role, ROLE_TRUST[role], i)
-        return True
-    keys = msg.keys()
-    if role == "tool" and keys == _TOOL_RESULT_KEYS and isinstance(content, str):
+    if len(msg) == 2:
+        if isinstance(content, str):
+            # Unhashable roles raise here as they always have; see the report of issue 15.
+            trust = _TRUST.get(role)
+            if trust is not None:
+                assert isinstance(role, str)
+                if content:
+                    path = _CONTENT[i] if i < _PRECOMPUTED else f"messages[{i}].content"
+                    add_string(out, content, path, role, trust, i)
+                return True
+        return False
+    if len(msg) != 3:
+        return False
+    if role == "tool":
+        if not (msg.keys() == _TOOL_RESULT_KEYS and isinstance(content, str)):
+            return False
         call_id = msg["tool_call_id"]
         if not isinstance(call_id, str):
             return False
+        if i < _PRECOMPUTED:
+            content_path, id_path = _CONTENT[i], _CALL_ID[i]
+        else:
+            content_path, id_path = f"messages[{i}].content", f"messages[{i}].tool_call_id"
         for key in msg:
             if key == "content":
-                add_string(out, content, f"{path}.content", "tool", UNTRUSTED, i)
+                add_string(out, content, content_path, "tool", UNTRUSTED, i)
             elif key == "tool_call_id":
-                add_opaque(out, call_id, f"{path}.tool_call_id", "tool", i)
+                add_opaque(out, call_id, id_path, "tool", i)
         return True
     if (
         role == "assistant"
-        and keys == _TOOL_CALLING_KEYS
+        and msg.keys() == _TOOL_CALLING_KEYS
         and (content is None or isinstance(content, str))
     ):
         calls = msg["tool_calls"]
         if not _plain_tool_calls(calls):
             return False
         assert isinstance(calls, list)
+        path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
         for key in msg:
             if key == "content":
                 if content:
-                    add_string(out, content, f"{path}.content", "assistant", TRUSTED, i)
+                    assert isinstance(content, str)
+                    add_string(out, content, path + ".content", "assistant", TRUSTED, i)
             elif key == "tool_calls":
-                _fast_calls(calls, f"{path}.tool_calls", i, out)
+                _fast_calls(calls, path + ".tool_calls", i, out)
         return True
     return False
 
@@ -180,17 +204,17 @@ def _fast_calls(calls: list[dict[str, Any]], path: str, i: int, out: list[Segmen
         at = f"{path}[{j}]"
         for key in call:
             if key == "id":
-                add_opaque(out, call["id"], f"{at}.id", "assistant", i)
+                add_opaque(out, call["id"], at + ".id", "assistant", i)
             elif key == "function":
                 fn = call["function"]
                 for name in fn:
                     if name == "name":
-                        add_string(out, fn["name"], f"{at}.function.name", "assistant", TRUSTED, i)
+                        add_string(out, fn["name"], at + ".function.name", "assistant", TRUSTED, i)
                     else:
                         add_arguments(
                             out,
                             fn["arguments"],
-                            f"{at}.function.arguments",
+                            at + ".function.arguments",
                             "assistant",
                             TRUSTED,
                             i,
@@ -203,9 +227,11 @@ def _messages(value: object, out: list[Segment]) -> None:
     for i, msg in enumerate(value):
         if isinstance(msg, dict):
             if not _fast_message(msg, i, out):
-                walk_message(msg, f"messages[{i}]", i, out, 3, _REGISTRY)
+                path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
+                walk_message(msg, path, i, out, 3, _REGISTRY)
         else:
-            walk_free(msg, f"messages[{i}]", ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
+            path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
+            walk_free(msg, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})

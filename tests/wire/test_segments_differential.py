@@ -426,7 +426,7 @@ class Gen:
         else:
             return self.value(2)
         if self.chance(0.05):
-            msg["role"] = self.scalar()
+            msg["role"] = self.scalar() if self.chance(0.5) else self.value(1)
         return self.extra(self.shuffled(msg))
 
     def chat(self) -> object:
