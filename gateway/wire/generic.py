@@ -547,8 +547,8 @@ def add_string(
     if len(out) >= MAX_SEGMENTS:
         raise too_many()
     out.append(Segment(path, role, text, trust, index))
-    if text[0] in _JSON_HEADS and len(text) <= _EMBEDDED_MAX and _worth_parsing(text):
-        _embedded(out, text, path, role, trust, index, _EMBEDDED_NESTING, None)
+    if text[0] in _JSON_HEADS and len(text) <= _EMBEDDED_MAX:
+        _embedded_once(out, text, path, role, trust, index, leaves=False)
 
 
 def add_arguments(
@@ -568,13 +568,69 @@ def add_arguments(
     if isinstance(value, str):
         add_text(out, value, path, role, trust, index)
         if value[:1] in _JSON_HEADS and len(value) <= _EMBEDDED_MAX:
-            _embedded(out, value, path, role, trust, index, _EMBEDDED_NESTING, [])
+            _embedded_once(out, value, path, role, trust, index, leaves=True)
         return
     walk_free(value, path, role, trust, index, out, depth)
     if isinstance(value, dict | list):
         strings: list[str] = []
         _strings(value, strings, depth, with_keys=False)
         add_joined(out, strings, path + "(joined)", role, index)
+
+
+# What JSON written in a string adds (its secret-named pairs, what its escapes
+# spelled, its leaves joined) depends only on the string, its trust and whether
+# the leaves are joined: every such segment's path is the string's own plus a
+# suffix, with the string's role and index. A conversation resends its tool
+# calls and results on every request, so each string is parsed and judged once
+# and its segments replayed after. Bounded: strings up to _CACHED_TEXT_MAX,
+# and the cache is emptied when what it holds passes _CACHE_CHARS_MAX. A string
+# with more than _CACHED_NESTING_MAX brackets is not cached: whether the json
+# scanner meets the recursion limit on it depends on the stack it is called on.
+_Recipe = tuple[tuple[str, str, Trust], ...]
+_RECIPES: dict[tuple[str, Trust, bool], _Recipe] = {}
+_CACHED_TEXT_MAX = 8192
+_CACHED_NESTING_MAX = 100
+_CACHE_CHARS_MAX = 4_000_000
+_cached_chars = 0
+
+
+def _embedded_once(
+    out: list[Segment],
+    text: str,
+    path: str,
+    role: str,
+    trust: Trust,
+    index: int | None,
+    *,
+    leaves: bool,
+) -> None:
+    """``_embedded`` at the top nesting (only when worth parsing, unless ``leaves``), cached."""
+    global _cached_chars
+    key = (text, trust, leaves)
+    recipe = _RECIPES.get(key)
+    if recipe is None:
+        if len(text) > _CACHED_TEXT_MAX or (
+            text.count("[") + text.count("{") > _CACHED_NESTING_MAX
+        ):
+            if leaves or _worth_parsing(text):
+                _embedded(
+                    out, text, path, role, trust, index, _EMBEDDED_NESTING, [] if leaves else None
+                )
+            return
+        found: list[Segment] = []
+        if leaves or _worth_parsing(text):
+            _embedded(found, text, "", "", trust, None, _EMBEDDED_NESTING, [] if leaves else None)
+        recipe = tuple((segment.path, segment.text, segment.trust) for segment in found)
+        size = len(text) + sum(len(piece) for _, piece, _ in recipe)
+        if _cached_chars + size > _CACHE_CHARS_MAX:
+            _RECIPES.clear()
+            _cached_chars = 0
+        _RECIPES[key] = recipe
+        _cached_chars += size
+    for suffix, piece, piece_trust in recipe:
+        if len(out) >= MAX_SEGMENTS:
+            raise too_many()
+        out.append(Segment(path + suffix, role, piece, piece_trust, index))
 
 
 def _embedded(

@@ -840,3 +840,34 @@ def test_hypothesis_chat(messages: list[Any], extra: object) -> None:
 def test_hypothesis_any(payload: object) -> None:
     for live, reference in EVERY:
         assert_same(live, reference, payload)
+
+
+def test_json_in_strings_past_the_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Strings too long or too nested to cache, and a cache emptied as it fills."""
+    monkeypatch.setattr(generic, "_CACHE_CHARS_MAX", 2000)
+    long = json.dumps({"api_key": "k" * 9000, "x": "\\u0041"})
+    nested_text = "[" * 150 + '{"password": "p"}' + "]" * 150
+    deep_text = "[" * 2000 + "]" * 2000
+    gen = Gen(7)
+    for text in [long, nested_text, deep_text, *(json.dumps(gen.value(3)) for _ in range(300))]:
+        for body in (
+            {"messages": [{"role": "tool", "tool_call_id": "c", "content": text}]},
+            {
+                "messages": [
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": "c",
+                                "type": "function",
+                                "function": {"name": "f", "arguments": text},
+                            }
+                        ],
+                    }
+                ]
+            },
+        ):
+            for _ in range(2):
+                for live, reference in ADAPTERS["chat"]:
+                    assert_same(live, reference, body)
