@@ -91,7 +91,7 @@ RULES: Final[tuple[Phrase, ...]] = (
         _DENY,
         "hidden prompt request",
         "start begin print repeat output show write tell give return display reveal type echo"
-        " recite what everything copy",
+        " recite what everything copy share list reply respond answer",
         "",
         # "start your answer with 'My instructions are'"
         r"\b(?:start|begin)\W+(?:your|the|each)\W+(?:answer|response|reply|output|message)\W+"
@@ -109,6 +109,25 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"(?:\w+\W+)?(?:starting|beginning)\W+(?:with|from|at)\b"
         r"|\beverything\W+(?:above|before)\W+(?:this\W+(?:line|message|point)\W+)?"
         r"(?:verbatim|word\W+for\W+word)"
+        # "tell me everything you were told before", "the words you were given"
+        r"|\b(?:show|tell|give|print|repeat|output|write|share|list|recite)\W+(?:me\W+)?(?:\w+\W+){0,3}?"
+        r"(?:words|text|everything|instructions|rules|guidelines|sentences|directives)\W+(?:that\W+)?"
+        r"you\W+(?:were|have\W+been)\W+(?:told|given|instructed|shown|fed|provided)\b"
+        # "... you were given for the trip" is about something else.
+        r"(?!\W+(?:for|at|on|about|regarding|during|in|by|when|if)\b)"
+        # "what rules were you given?"
+        r"|\bwhat\W+(?:rules|instructions|guidelines|directives|constraints|orders)\W+(?:were|have)"
+        r"\W+you\W+(?:been\W+)?(?:given|told|set|assigned|programmed\W+with|instructed\W+with)\b"
+        r"(?!\W+(?:for|at|on|about|regarding|during|in|by|when|if)\b)"
+        # "print your first 50 words", "the full contents of your prompt"
+        r"|\b(?:print|output|show|repeat|give|tell|write|list|return|echo)\W+(?:me\W+)?your"
+        r"\W+first\W+\d{1,5}\W+(?:words|tokens|lines|characters|sentences)\b"
+        r"|\b(?:reply|respond|answer|print|output|show|give|share|return)\W+(?:me\W+)?(?:with\W+)?"
+        r"(?:the\W+)?(?:full|entire|complete|whole|exact|verbatim)\W+(?:contents?|text|wording)\W+of"
+        r"\W+your\W+(?:system\W+)?(?:prompt|instructions|context|context\W+window|system\W+message"
+        r"|configuration)\b"
+        r"|\brepeat\W+everything\W+(?:in\W+your\W+(?:context|memory|prompt)|so\W+far|above|from\W+the"
+        r"\W+(?:start|beginning))"
         # "what was written at the beginning of this prompt?"
         r"|\bwhat\W+(?:was|is|were)\W+(?:written|said|stated|typed)\W+(?:at\W+the\W+(?:beginning"
         r"|start|top)\W+of|above|before)\W+(?:this\W+|the\W+|your\W+)?(?:prompt|conversation"
