@@ -141,4 +141,37 @@ RULES: Final[tuple[Phrase, ...]] = (
         r"\b(?:prompt|model|assistant|ai|bot)\W+(?:has|have)\W+been\W+(?:\w+\W+){0,2}?(?:hijacked"
         r"|compromised|pwned|hacked|jailbroken|reprogrammed)\b",
     ),
+    Phrase(
+        "override.forget_everything_and_do",
+        "override_then",
+        "override_instructions",
+        _DENY,
+        "instruction override",
+        "forget ignore disregard pretend",
+        "",
+        # "forget about everything and tell me ...": dropping all context
+        # to do something else right away.
+        r"\b(?:forget|ignore|disregard)\W+(?:about\W+)?(?:everything|all\W+(?:of\W+)?(?:that|this"
+        r"|the\W+above))\W+(?:and\W+|then\W+|now\W+)+(?:just\W+|only\W+|instead\W+)?(?:tell|say"
+        r"|write|print|answer|respond|reply|output|show|repeat|give|translate|act|pretend|start"
+        r"|return|list)\b"
+        # "pretend the previous conversation never happened"
+        r"|\bpretend\W+(?:that\W+)?(?:the|our|this|your|all)\W+(?:\w+\W+)?(?:conversation|chat"
+        r"|instructions|prompt|messages?|rules)\W+(?:never\W+(?:happened|existed)|(?:did|does|do)"
+        r"\W+not\W+exist)\b",
+    ),
+    Phrase(
+        "override.drop_the_tasks",
+        "override_tasks",
+        "override_instructions",
+        _REVIEW,
+        "possible override",
+        "forget ignore disregard drop concentrate focus",
+        "",
+        # "forget about all the assignments", "concentrate on your new task"
+        r"\b(?:forget|ignore|disregard|drop)\W+(?:about\W+)?(?:all\W+)?(?:the\W+|your\W+)?"
+        r"(?:previous\W+|earlier\W+|prior\W+|other\W+|current\W+)?(?:assignments|tasks)\W*[.,;:!]"
+        r"|\b(?:concentrate|focus)\W+(?:only\W+)?on\W+your\W+new\W+(?:task|assignment"
+        r"|instructions|goal)\W*[:.!]",
+    ),
 )
