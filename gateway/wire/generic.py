@@ -213,6 +213,10 @@ def too_deep() -> PayloadError:
     return PayloadError(f"request body nests deeper than {MAX_DEPTH} levels")
 
 
+# isinstance with a tuple is cheaper than with the union dict | list.
+_CONTAINERS = (dict, list)
+
+
 def _bounded(path: str) -> str:
     """``path``, with its middle elided once it is long; the end says the most."""
     if len(path) <= _PATH_MAX:
@@ -571,7 +575,7 @@ def add_arguments(
             _embedded_once(out, value, path, role, trust, index, leaves=True)
         return
     walk_free(value, path, role, trust, index, out, depth)
-    if isinstance(value, dict | list):
+    if isinstance(value, _CONTAINERS):
         strings: list[str] = []
         _strings(value, strings, depth, with_keys=False)
         add_joined(out, strings, path + "(joined)", role, index)
@@ -723,7 +727,7 @@ def walk_free(
         for i, item in enumerate(value):
             if isinstance(item, str):
                 add_string(out, item, f"{path}[{i}]", role, trust, index)
-            elif isinstance(item, dict | list):
+            elif isinstance(item, _CONTAINERS):
                 walk_free(item, f"{path}[{i}]", role, trust, index, out, depth + 1)
 
 
@@ -742,13 +746,16 @@ def free_members(
     type, whose ``type`` is left out only when it is a known word."""
     if depth > MAX_DEPTH:
         raise too_deep()
-    prefix = f"{_bounded(path)}." if path else ""
+    prefix = (path if len(path) <= _PATH_MAX else _bounded(path)) + "." if path else ""
     for position, (key, value) in enumerate(obj.items()):
-        child = (
-            prefix + key
-            if key in NAMES
-            else member_path(key, position, prefix, role, trust, index, out)
-        )
+        # Whether the key names a secret is read from SECRET_NAMES for a field
+        # name, and from names_secret (dearer) only when a value needs it.
+        if key in NAMES:
+            child = prefix + key
+            named: bool | None = key in SECRET_NAMES
+        else:
+            child = member_path(key, position, prefix, role, trust, index, out)
+            named = None
         if isinstance(value, str):
             if not value:
                 continue
@@ -757,9 +764,9 @@ def free_members(
                     add_text(out, value, child, role, trust, index)
                 continue
             add_string(out, value, child, role, trust, index)
-            if _named(key):
+            if named or (named is None and names_secret(key)):
                 add_pair(out, key, value, child, role, index)
-        elif isinstance(value, dict | list):
+        elif isinstance(value, _CONTAINERS):
             walk_free(value, child, role, trust, index, out, depth + 1)
     if "value" in obj or "Value" in obj:
         _add_named_value(obj, _bounded(path) or "$", role, index, out)
@@ -789,7 +796,7 @@ def walk_known(
         for i, item in enumerate(value):
             if isinstance(item, str):
                 add_string(out, item, f"{path}[{i}]", role, trust, index)
-            elif isinstance(item, dict | list):
+            elif isinstance(item, _CONTAINERS):
                 walk_known(item, f"{path}[{i}]", role, trust, index, out, depth + 1, registry)
 
 
@@ -848,22 +855,26 @@ def walk_spec(
 ) -> None:
     if depth > MAX_DEPTH:
         raise too_deep()
-    prefix = _bounded(path) + "."
+    prefix = (path if len(path) <= _PATH_MAX else _bounded(path)) + "."
     opaque = spec.opaque
     untrusted = spec.untrusted
     for position, (key, value) in enumerate(obj.items()):
         key_trust = UNTRUSTED if key in untrusted else trust
-        child = (
-            prefix + key
-            if key in NAMES
-            else member_path(key, position, prefix, role, key_trust, index, out)
-        )
+        # As in free_members: names_secret only for a key outside NAMES, when needed.
+        if key in NAMES:
+            child = prefix + key
+            named: bool | None = key in SECRET_NAMES
+        else:
+            child = member_path(key, position, prefix, role, key_trust, index, out)
+            named = None
         if isinstance(value, str):
             if not value:
                 continue
             if key in STRUCTURAL or key in opaque:
                 if value not in WORDS and value not in registry:
-                    _append(out, value, child, role, OPAQUE, index)
+                    if len(out) >= MAX_SEGMENTS:
+                        raise too_many()
+                    out.append(Segment(child, role, value, OPAQUE, index))
                 continue
             if key in spec.base64:
                 add_base64(out, value, child, role, key_trust, index, declared_type(obj))
@@ -871,9 +882,9 @@ def walk_spec(
                 add_arguments(out, value, child, role, key_trust, index, depth + 1)
             else:
                 add_string(out, value, child, role, key_trust, index)
-            if _named(key):
+            if named or (named is None and names_secret(key)):
                 add_pair(out, key, value, child, role, index)
-        elif isinstance(value, dict | list):
+        elif isinstance(value, _CONTAINERS):
             if key in STRUCTURAL_LISTS and isinstance(value, list) and is_words(value):
                 _add_words(out, value, child, role, index)
             elif key in spec.tokens and isinstance(value, list):
@@ -974,16 +985,23 @@ def walk_message(
             content = msg.get("content")
             if isinstance(content, str):
                 if content:
-                    child = f"{_bounded(path)}.content" if path else "content"
+                    if not path:
+                        child = "content"
+                    elif len(path) <= _PATH_MAX:
+                        child = path + ".content"
+                    else:
+                        child = _bounded(path) + ".content"
                     add_string(out, content, child, role, trust, index)
                 return
-    prefix = f"{_bounded(path)}." if path else ""
+    prefix = (path if len(path) <= _PATH_MAX else _bounded(path)) + "." if path else ""
     for position, (key, value) in enumerate(msg.items()):
-        child = (
-            prefix + key
-            if key in NAMES
-            else member_path(key, position, prefix, role, trust, index, out)
-        )
+        # As in free_members: names_secret only for a key outside NAMES, when needed.
+        if key in NAMES:
+            child = prefix + key
+            named: bool | None = key in SECRET_NAMES
+        else:
+            child = member_path(key, position, prefix, role, trust, index, out)
+            named = None
         if isinstance(value, str):
             if not value:
                 continue
@@ -995,11 +1013,11 @@ def walk_message(
                 add_opaque(out, value, child, role, index)
             else:
                 add_string(out, value, child, role, trust, index)
-                if _named(key):
+                if named or (named is None and names_secret(key)):
                     add_pair(out, key, value, child, role, index)
         elif isinstance(value, list) and key == "content":
             _walk_typed_member(value, child, role, trust, index, out, depth + 1, registry)
-        elif isinstance(value, dict | list):
+        elif isinstance(value, _CONTAINERS):
             walk_known(value, child, role, trust, index, out, depth + 1, registry)
 
 
@@ -1069,7 +1087,7 @@ def walk_request(payload: dict[str, object], out: list[Segment], spec: RequestSp
             add_string(out, value, key, ROLE_REQUEST, TRUSTED, None)
             if _named(key):
                 add_pair(out, key, value, key, ROLE_REQUEST, None)
-        elif isinstance(value, dict | list):
+        elif isinstance(value, _CONTAINERS):
             if enum and isinstance(value, list) and is_words(value):
                 _add_words(out, value, key, ROLE_REQUEST, None)
             elif key in free:
