@@ -26,26 +26,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from gateway.wire.base import PayloadError, Segment
+from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.generic import (
+    NAMES,
     PLAIN,
     ROLE_REQUEST,
     ROLE_SYSTEM,
+    ROLE_TRUST,
     ROLE_UNKNOWN,
+    SECRET_NAMES,
+    STRUCTURAL,
+    STRUCTURAL_LISTS,
     TRUSTED,
     UNTRUSTED,
+    WORDS,
     Registry,
     RequestSpec,
     Spec,
     TopHandler,
+    add_arguments,
     add_nested,
     add_opaque,
+    add_string,
     join_parts,
     keys,
     member_path,
     walk_free,
     walk_known,
     walk_message,
+    walk_typed,
 )
 
 _TOOL_USE = Spec(args=keys("input"))
@@ -131,11 +140,91 @@ _OPAQUE = keys(
 _FREE = keys("metadata")
 
 
+# Paths of the first messages, built once: a turn rebuilds them on every request.
+_PRECOMPUTED = 512
+_PATHS = tuple(f"messages[{i}]" for i in range(_PRECOMPUTED))
+_CONTENT = tuple(f"{path}.content" for path in _PATHS)
+
+_TOOL_RESULT_KEYS = frozenset({"type", "tool_use_id", "content"})
+_TOOL_USE_KEYS = frozenset({"type", "id", "name", "input"})
+_TEXT_KEYS = frozenset({"type", "text"})
+# The fast path below writes what walk_spec would for these keys: it holds
+# while they are field names that name no secret, ids are STRUCTURAL and
+# `content`, `name` and `input` are not.
+_FAST = (
+    {"type", "id", "name", "input", "tool_use_id", "content", "text"} <= NAMES
+    and not {"type", "id", "name", "input", "tool_use_id", "content", "text"} & SECRET_NAMES
+    and {"type", "id", "tool_use_id"} <= STRUCTURAL
+    and not {"name", "input", "content", "text"} & (STRUCTURAL | STRUCTURAL_LISTS)
+    and {"tool_use", "tool_result", "text"} <= _REGISTRY.keys()
+)
+
+
+def _fast_blocks(
+    blocks: list[object], path: str, role: str, trust: Trust, i: int, out: list[Segment]
+) -> None:
+    """A message's content blocks, as walk_message reads them (_walk_typed_member at depth 4).
+
+    Text, tool_use with an object input and tool_result with string content,
+    the blocks of nearly every agent turn, are written here as walk_typed and
+    walk_spec would write them; any other block takes walk_typed itself
+    (tests/wire/test_segments_differential.py holds the two equal).
+    """
+    for j, block in enumerate(blocks):
+        at = f"{path}[{j}]"
+        if isinstance(block, dict):
+            kind = block.get("type")
+            keys = block.keys()
+            if kind == "text" and keys == _TEXT_KEYS:
+                text = block["text"]
+                if isinstance(text, str):
+                    if text:
+                        add_string(out, text, at + ".text", role, trust, i)
+                    continue
+            elif kind == "tool_result" and keys == _TOOL_RESULT_KEYS:
+                call_id = block["tool_use_id"]
+                content = block["content"]
+                if isinstance(call_id, str) and isinstance(content, str):
+                    for key in block:
+                        if key == "tool_use_id":
+                            if call_id and call_id not in WORDS and call_id not in _REGISTRY:
+                                add_opaque(out, call_id, at + ".tool_use_id", role, i)
+                        elif key == "content":
+                            add_string(out, content, at + ".content", role, UNTRUSTED, i)
+                    continue
+            elif kind == "tool_use" and keys == _TOOL_USE_KEYS:
+                call_id = block["id"]
+                name = block["name"]
+                given = block["input"]
+                if isinstance(call_id, str) and isinstance(name, str) and isinstance(given, dict):
+                    for key in block:
+                        if key == "id":
+                            if call_id and call_id not in WORDS and call_id not in _REGISTRY:
+                                add_opaque(out, call_id, at + ".id", role, i)
+                        elif key == "name":
+                            add_string(out, name, at + ".name", role, trust, i)
+                        elif key == "input":
+                            add_arguments(out, given, at + ".input", role, trust, i, 6)
+                    continue
+        walk_typed(block, at, role, trust, i, out, 5, _REGISTRY)
+    if len(blocks) > 1:
+        join_parts(blocks, path, role, i, out)
+
+
 def _messages(value: object, out: list[Segment]) -> None:
     assert isinstance(value, list)  # checked by segments()
     for i, msg in enumerate(value):
-        path = f"messages[{i}]"
+        path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
         if isinstance(msg, dict):
+            if _FAST and len(msg) == 2:
+                role = msg.get("role")
+                trust = ROLE_TRUST.get(role) if isinstance(role, str) else None
+                content = msg.get("content")
+                if trust is not None and isinstance(content, list):
+                    assert isinstance(role, str)
+                    where = _CONTENT[i] if i < _PRECOMPUTED else path + ".content"
+                    _fast_blocks(content, where, role, trust, i, out)
+                    continue
             walk_message(msg, path, i, out, 3, _REGISTRY)
         else:
             walk_free(msg, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)

@@ -574,11 +574,16 @@ def add_arguments(
         if value[:1] in _JSON_HEADS and len(value) <= _EMBEDDED_MAX:
             _embedded_once(out, value, path, role, trust, index, leaves=True)
         return
-    walk_free(value, path, role, trust, index, out, depth)
-    if isinstance(value, _CONTAINERS):
-        strings: list[str] = []
+    strings: list[str] = []
+    if isinstance(value, dict):
+        # walk_free's own call, collecting the leaves as it goes rather than in a second walk.
+        free_members(value, path, role, trust, index, out, depth, skip_type=False, leaves=strings)
+    else:
+        walk_free(value, path, role, trust, index, out, depth)
+        if not isinstance(value, list):
+            return
         _strings(value, strings, depth, with_keys=False)
-        add_joined(out, strings, path + "(joined)", role, index)
+    add_joined(out, strings, path + "(joined)", role, index)
 
 
 # What JSON written in a string adds (its secret-named pairs, what its escapes
@@ -741,9 +746,12 @@ def free_members(
     depth: int,
     *,
     skip_type: bool,
+    leaves: list[str] | None = None,
 ) -> None:
     """The members of a free-form object; ``skip_type``: the object is of an unknown
-    type, whose ``type`` is left out only when it is a known word."""
+    type, whose ``type`` is left out only when it is a known word. ``leaves``, when
+    given, gets every non-empty string value, nested ones too, in order (as
+    _strings would, after the walk)."""
     if depth > MAX_DEPTH:
         raise too_deep()
     prefix = (path if len(path) <= _PATH_MAX else _bounded(path)) + "." if path else ""
@@ -759,6 +767,8 @@ def free_members(
         if isinstance(value, str):
             if not value:
                 continue
+            if leaves is not None:
+                leaves.append(value)
             if skip_type and key == "type":
                 if value not in WORDS:
                     add_text(out, value, child, role, trust, index)
@@ -768,6 +778,8 @@ def free_members(
                 add_pair(out, key, value, child, role, index)
         elif isinstance(value, _CONTAINERS):
             walk_free(value, child, role, trust, index, out, depth + 1)
+            if leaves is not None:
+                _strings(value, leaves, depth + 1, with_keys=False)
     if "value" in obj or "Value" in obj:
         _add_named_value(obj, _bounded(path) or "$", role, index, out)
 

@@ -461,12 +461,16 @@ class Gen:
         elif kind == "tool_use":
             block = {
                 "type": kind,
-                "id": "toolu_01",
+                "id": r.choice(["toolu_01", self.string()]),
                 "name": r.choice(["bash", self.string()]),
                 "input": {self.key(): self.value(2) for _ in range(r.randint(0, 3))},
             }
         elif kind == "tool_result":
-            block = {"type": kind, "tool_use_id": "toolu_01", "content": self.content(self.block)}
+            block = {
+                "type": kind,
+                "tool_use_id": r.choice(["toolu_01", self.string()]),
+                "content": self.content(self.block),
+            }
             if self.chance(0.2):
                 block["is_error"] = True
         elif kind in ("image", "document"):
