@@ -73,7 +73,12 @@ _RULES: Final = (
         _CUE,
         "urgent heading",
         ("# important", "#important", "# urgent", "# attention", "!!"),
-        re.compile(r"#{1,6}[ \t]*(?:important|urgent|attention)\b|\b(?:important|urgent)\s?!{2,}"),
+        # A heading that is only the alarm word ("### IMPORTANT"), not a
+        # section about something ("## Important dates").
+        re.compile(
+            r"#{1,6}[ \t]*(?:important|urgent|attention)[ \t]*[:!]*[ \t]*(?:\n|$)"
+            r"|\b(?:important|urgent)\s?!{2,}"
+        ),
         before=12,
         after=20,
         words=frozenset({"important", "urgent", "attention"}),

@@ -245,12 +245,13 @@ RULES: Final[tuple[Phrase, ...]] = (
         "tool_execution",
         _CUE,
         "asks to move money",
-        "send transfer wire pay move much",
+        "send transfer wire pay move give",
         "",
         r"\b(?:send|transfer|wire|pay|move)\W+(?:all\W+(?:the\W+|of\W+the\W+|your\W+|my\W+)?"
         r"|the\W+(?:entire|full|whole|remaining)\W+|every\W+)(?:\w+\W+){0,2}?(?:money|funds"
         r"|balance|savings|crypto|bitcoin|btc|eth)\b"
-        r"|(?<=as\W)much\W+money\W+as\W+(?:possible|you\W+can)\b"
+        r"|\b(?:send|transfer|wire|pay|move|give)\W+(?:\w+\W+)?as\W+much\W+(?:money\W+)?as\W+"
+        r"(?:possible|you\W+can)\b"
         r"|\b(?:send|transfer|wire|pay)\W+(?:\w+\W+){0,4}?to\W+(?:the\W+)?(?:account|iban)\W+"
         r"(?:number\W+)?[a-z]{2}\d{2}[a-z0-9]{8,30}\b"
         # "transfer $500 to account 9999"
