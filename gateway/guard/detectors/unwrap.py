@@ -155,11 +155,16 @@ def _key_spans(findings: list[Finding]) -> list[tuple[int, int]]:
 def find(text: str, scan: Scan) -> list[tuple[str, str]]:
     """(kind, value) for each secret `scan` finds in ``text`` or in a view derived from it."""
     findings = scan(text)
-    # The gates of every step at once: clean text stops here.
+    # The gates of every step at once: clean text stops here. ASCII text needs
+    # no normalisation, so without escapes only its base64 and hex runs could
+    # make a view; tool output is full of runs (hashes, ids, paths, names) that
+    # `_blocks` turns away before decoding, and `_quiet` makes the same
+    # judgement without the rest of the walk.
     img = None
     if text.isascii():
         img = text.encode("ascii").translate(_IMAGE)
-        if img.find(_NEED) < 0 and not _has_escapes(text):
+        at = img.find(_NEED)
+        if (at < 0 or _quiet(text, img, at)) and not _has_escapes(text):
             return [(f.kind, text[f.start : f.end]) for f in findings]
     return _walk(text, findings, scan, img).found
 
@@ -167,7 +172,12 @@ def find(text: str, scan: Scan) -> list[tuple[str, str]]:
 def _has_escapes(text: str) -> bool:
     # One character checked first: a search for one is a memchr, for two or a
     # regex led by them a slower scan.
-    return any(literal[0] in text and rx.search(text) for literal, rx in _LED_BY)
+    return (
+        ("%" in text and _PCT_RE.search(text) is not None)
+        or ("&" in text and _ENTITY_RE.search(text) is not None)
+        or ("\\" in text and _BACKSLASH_RE.search(text) is not None)
+        or ("0" in text and _HEX_LIST_RE.search(text) is not None)
+    )
 
 
 def walk(text: str, scan: Scan) -> Walk:
@@ -560,7 +570,6 @@ _U_RUN_RE = re.compile(r"(?:\\u[0-9A-Fa-f]{4})+")
 _U_OTHER_RE = re.compile(r"\\u\{([0-9A-Fa-f]{1,6})\}|\\U([0-9A-Fa-f]{8})")
 _HEX_LIST_RE = re.compile(r"0x[0-9A-Fa-f]{2}(?:[ \t]{0,2}[,;:]?[ \t]{0,2}0x[0-9A-Fa-f]{2}){7,}")
 _HEX_PAIR_RE = re.compile(r"0x([0-9A-Fa-f]{2})")
-_LED_BY = (*_ESCAPES, ("0x", _HEX_LIST_RE))
 
 
 def _escapes(text: str, items: list[_Item], keys: list[_Item], result: Walk) -> None:
@@ -721,6 +730,47 @@ def _blocks(
         floor = lines[-1][1]
         _block(text, lines, items, keys, result)
         at = img.find(_NEED, floor)
+
+
+def _quiet(text: str, img: bytes, at: int) -> bool:
+    """Whether `_blocks` would turn away every run of ``text`` before decoding one.
+
+    ``at``: where the first run is, in ``img``, ``text``'s base64 image.
+
+    The runs and the tests of `_blocks`, in its order, with one more: a
+    CamelCase name on a line of its own, which `_b64` would refuse (not at the
+    text's start, where `_block` also tries the run cut by one to three
+    characters). False for anything else, which the walk then judges.
+    """
+    find = img.find
+    floor = 0
+    while at >= 0:
+        end = find(b" ", at)
+        if end < 0:
+            end = len(img)
+        if img[at - 1] == _EXTEND and at > floor:
+            at = max(floor, img.rfind(b" ", floor, at) + 1)
+        floor = end
+        run = text[at:end]
+        if not run.lstrip(_HEX_DIGITS):
+            if not len(run) % 2 and run[0] in _HEX_LEADS:
+                raw = bytes.fromhex(run)
+                if raw.isascii() or raw[0] == _SEQUENCE:
+                    return False
+        elif run[1:2] in "xX" and run[0] == "0" and not run[2:].lstrip(_HEX_DIGITS):
+            if not len(run) % 2:
+                return False
+        elif run.islower() or run.isupper():
+            pass
+        elif (
+            not at
+            or text.startswith("=", end)
+            or _CAMEL_RE.fullmatch(run) is None
+            or _NEXT_LINE_RE.match(text, end) is not None
+        ):
+            return False
+        at = find(_NEED, end)
+    return True
 
 
 def _padded(text: str, end: int) -> int:

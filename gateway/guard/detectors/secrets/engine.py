@@ -255,23 +255,25 @@ def _candidates(text: str) -> dict[int, list[int]]:
                 found.setdefault(i, []).append(pos)
             m = search(text, pos + 1)
         return found
-    # Each pass is looked for by exactly one of these searches.
+    # Each pass is looked for by exactly one of these searches. Each starts at
+    # the first anchor, found by a memchr: re's own scan for a leading literal
+    # reads about ten times slower, and nothing can match before it.
     for anchor, rx, passes in _TEXT_SEARCHES:
-        if anchor in text and (positions := _starts(rx, text)):
+        if (first := text.find(anchor)) >= 0 and (positions := _starts(rx, text, first)):
             found.update(dict.fromkeys(passes, positions))
     # Non-ASCII becomes "?", so the copy keeps the offsets of ``text``.
     low = text.encode("ascii", "replace").lower()
     for letter, lrx, passes in _LOWER_SEARCHES:
-        if letter in low and (positions := _starts(lrx, low)):
+        if (first := low.find(letter)) >= 0 and (positions := _starts(lrx, low, first)):
             found.update(dict.fromkeys(passes, positions))
     return found
 
 
-def _starts(rx: re.Pattern[AnyStr], subject: AnyStr) -> list[int]:
-    """Every position where `rx` matches, overlapping matches included."""
+def _starts(rx: re.Pattern[AnyStr], subject: AnyStr, pos: int = 0) -> list[int]:
+    """Every position from ``pos`` where `rx` matches, overlapping matches included."""
     positions = []
     search = rx.search
-    m = search(subject)
+    m = search(subject, pos)
     while m is not None:
         pos = m.start()
         positions.append(pos)
