@@ -33,15 +33,22 @@ from types import MappingProxyType
 
 from gateway.wire.base import PayloadError, Segment
 from gateway.wire.generic import (
+    NAMES,
     PLAIN,
     ROLE_SYSTEM,
     ROLE_UNKNOWN,
+    SECRET_NAMES,
+    STRUCTURAL,
+    STRUCTURAL_LISTS,
     TRUSTED,
     UNTRUSTED,
+    WORDS,
     Registry,
     RequestSpec,
     Spec,
     TopHandler,
+    add_arguments,
+    add_opaque,
     add_string,
     free_members,
     join_parts,
@@ -152,9 +159,54 @@ _FREE = keys("metadata")
 _CONVERSATION_KNOWN = keys("items", "metadata")
 
 
+# Paths of the first input items, built once: a turn rebuilds them on every request.
+_PRECOMPUTED = 512
+_INPUT_PATHS = tuple(f"input[{i}]" for i in range(_PRECOMPUTED))
+
+# Function calls and their outputs whose every value is a string: written here
+# as walk_spec would write them (tests/wire/test_segments_differential.py
+# holds the two equal). The guard turns the shortcut off should the
+# vocabulary stop backing it: every key a field name naming no secret, the
+# ids and enums STRUCTURAL, the rest not.
+_CALL_KEYS = frozenset({"type", "id", "call_id", "name", "arguments", "status"})
+_OUTPUT_KEYS = frozenset({"type", "id", "call_id", "output", "status"})
+_IDS = frozenset({"type", "id", "call_id", "status"})
+_FAST = (
+    (_CALL_KEYS | _OUTPUT_KEYS) <= NAMES
+    and not (_CALL_KEYS | _OUTPUT_KEYS) & SECRET_NAMES
+    and _IDS <= STRUCTURAL
+    and not {"name", "arguments", "output"} & (STRUCTURAL | STRUCTURAL_LISTS)
+    and _REGISTRY["function_call"] == PLAIN
+    and _REGISTRY["function_call_output"] == _PARTS_OUTPUT
+)
+
+
+def _fast_call(item: dict[str, object], kind: str, at: str, i: int, out: list[Segment]) -> bool:
+    allowed = _CALL_KEYS if kind == "function_call" else _OUTPUT_KEYS
+    if not item.keys() <= allowed:
+        return False
+    for value in item.values():
+        if not isinstance(value, str):
+            return False
+    for key, value in item.items():
+        assert isinstance(value, str)
+        if not value:
+            continue
+        if key in _IDS:
+            if value not in WORDS and value not in _REGISTRY:
+                add_opaque(out, value, f"{at}.{key}", kind, i)
+        elif key == "name":
+            add_string(out, value, at + ".name", kind, TRUSTED, i)
+        elif key == "arguments":
+            add_arguments(out, value, at + ".arguments", kind, TRUSTED, i, 4)
+        else:
+            add_string(out, value, at + ".output", kind, UNTRUSTED, i)
+    return True
+
+
 def _items(items: list[object], out: list[Segment], name: str = "input") -> None:
     for i, item in enumerate(items):
-        path = f"{name}[{i}]"
+        path = _INPUT_PATHS[i] if name == "input" and i < _PRECOMPUTED else f"{name}[{i}]"
         if not isinstance(item, dict):
             walk_free(item, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
             continue
@@ -165,6 +217,12 @@ def _items(items: list[object], out: list[Segment], name: str = "input") -> None
         if kind is None:
             # item_reference may omit its type.
             walk_spec(item, PLAIN, path, "item_reference", TRUSTED, i, out, 3, _REGISTRY)
+            continue
+        if (
+            _FAST
+            and (kind == "function_call" or kind == "function_call_output")
+            and _fast_call(item, kind, path, i, out)
+        ):
             continue
         spec = _REGISTRY.get(kind) if isinstance(kind, str) else None
         if spec is None:

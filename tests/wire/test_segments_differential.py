@@ -552,6 +552,12 @@ class Gen:
             }
         elif kind == "function_call_output":
             item = {"type": kind, "call_id": "call_1", "output": self.content(part)}
+        if kind in ("function_call", "function_call_output"):
+            if self.chance(0.3):
+                item["call_id"] = self.string()
+            if self.chance(0.3):
+                item["id"] = r.choice(["fc_1", self.string()])
+                item["status"] = r.choice(["completed", self.string()])
         elif kind == "reasoning":
             item = {
                 "type": kind,
