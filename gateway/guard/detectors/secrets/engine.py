@@ -258,22 +258,24 @@ def _candidates(text: str) -> dict[int, list[int]]:
     # Each pass is looked for by exactly one of these searches. Each starts at
     # the first anchor, found by a memchr: re's own scan for a leading literal
     # reads about ten times slower, and nothing can match before it.
+    # Most searches find nothing, so the first one is made inline.
     for anchor, rx, passes in _TEXT_SEARCHES:
-        if (first := text.find(anchor)) >= 0 and (positions := _starts(rx, text, first)):
-            found.update(dict.fromkeys(passes, positions))
+        first = text.find(anchor)
+        if first >= 0 and (m := rx.search(text, first)) is not None:
+            found.update(dict.fromkeys(passes, _starts(rx, text, m)))
     # Non-ASCII becomes "?", so the copy keeps the offsets of ``text``.
     low = text.encode("ascii", "replace").lower()
     for letter, lrx, passes in _LOWER_SEARCHES:
-        if (first := low.find(letter)) >= 0 and (positions := _starts(lrx, low, first)):
-            found.update(dict.fromkeys(passes, positions))
+        first = low.find(letter)
+        if first >= 0 and (lm := lrx.search(low, first)) is not None:
+            found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
     return found
 
 
-def _starts(rx: re.Pattern[AnyStr], subject: AnyStr, pos: int = 0) -> list[int]:
-    """Every position from ``pos`` where `rx` matches, overlapping matches included."""
+def _starts(rx: re.Pattern[AnyStr], subject: AnyStr, m: re.Match[AnyStr] | None) -> list[int]:
+    """The start of ``m`` and of every later match of `rx`, overlapping ones included."""
     positions = []
     search = rx.search
-    m = search(subject, pos)
     while m is not None:
         pos = m.start()
         positions.append(pos)
