@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
 
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.generic import (
@@ -111,26 +110,6 @@ _FUNCTION_KEYS = frozenset({"name", "arguments"})
 _ARGUMENTS_DEPTH = 7
 
 
-def _plain_tool_calls(calls: object) -> bool:
-    """Tool calls exactly as SDKs send them: every field known, every value a string."""
-    if not isinstance(calls, list):
-        return False
-    for call in calls:
-        if not (isinstance(call, dict) and call.keys() == _CALL_KEYS):
-            return False
-        fn = call["function"]
-        if not (
-            call["type"] == "function"
-            and isinstance(call["id"], str)
-            and isinstance(fn, dict)
-            and fn.keys() == _FUNCTION_KEYS
-            and isinstance(fn["name"], str)
-            and isinstance(fn["arguments"], str)
-        ):
-            return False
-    return True
-
-
 # Paths of the first messages, built once: a turn rebuilds them on every request.
 _PRECOMPUTED = 512
 _PATHS = tuple(f"messages[{i}]" for i in range(_PRECOMPUTED))
@@ -184,42 +163,67 @@ def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
         and (content is None or isinstance(content, str))
     ):
         calls = msg["tool_calls"]
-        if not _plain_tool_calls(calls):
+        if not isinstance(calls, list):
             return False
-        assert isinstance(calls, list)
         path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
-        for key in msg:
-            if key == "content":
-                if content:
-                    assert isinstance(content, str)
-                    add_string(out, content, path + ".content", "assistant", TRUSTED, i)
-            elif key == "tool_calls":
-                _fast_calls(calls, path + ".tool_calls", i, out)
+        # The calls are checked as they are written; what was written is taken
+        # back when one is not plain, or past the segment bound (where the
+        # general walk, run from the same point, raises as it always has).
+        mark = len(out)
+        try:
+            for key in msg:
+                if key == "content":
+                    if content:
+                        assert isinstance(content, str)
+                        add_string(out, content, path + ".content", "assistant", TRUSTED, i)
+                elif key == "tool_calls" and not _fast_calls(calls, path + ".tool_calls", i, out):
+                    del out[mark:]
+                    return False
+        except PayloadError:
+            del out[mark:]
+            return False
         return True
     return False
 
 
-def _fast_calls(calls: list[dict[str, Any]], path: str, i: int, out: list[Segment]) -> None:
+def _fast_calls(calls: list[object], path: str, i: int, out: list[Segment]) -> bool:
+    """Tool calls exactly as SDKs send them (every field known, every value a string),
+    written; False at the first that is not."""
     for j, call in enumerate(calls):
+        if not (isinstance(call, dict) and call.keys() == _CALL_KEYS):
+            return False
+        fn = call["function"]
+        call_id = call["id"]
+        if not (
+            call["type"] == "function"
+            and isinstance(call_id, str)
+            and isinstance(fn, dict)
+            and fn.keys() == _FUNCTION_KEYS
+        ):
+            return False
+        name = fn["name"]
+        arguments = fn["arguments"]
+        if not (isinstance(name, str) and isinstance(arguments, str)):
+            return False
         at = f"{path}[{j}]"
         for key in call:
             if key == "id":
-                add_opaque(out, call["id"], at + ".id", "assistant", i)
+                add_opaque(out, call_id, at + ".id", "assistant", i)
             elif key == "function":
-                fn = call["function"]
-                for name in fn:
-                    if name == "name":
-                        add_string(out, fn["name"], at + ".function.name", "assistant", TRUSTED, i)
+                for member in fn:
+                    if member == "name":
+                        add_string(out, name, at + ".function.name", "assistant", TRUSTED, i)
                     else:
                         add_arguments(
                             out,
-                            fn["arguments"],
+                            arguments,
                             at + ".function.arguments",
                             "assistant",
                             TRUSTED,
                             i,
                             _ARGUMENTS_DEPTH,
                         )
+    return True
 
 
 def _messages(value: object, out: list[Segment]) -> None:

@@ -881,3 +881,16 @@ def test_json_in_strings_past_the_cache_bounds(monkeypatch: pytest.MonkeyPatch) 
             for _ in range(2):
                 for live, reference in ADAPTERS["chat"]:
                     assert_same(live, reference, body)
+
+
+@pytest.mark.parametrize("bound", [1, 5, 20])
+def test_segment_bound(monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
+    """Past MAX_SEGMENTS the same error at the same point: the fast paths append in place."""
+    monkeypatch.setattr(generic, "MAX_SEGMENTS", bound)
+    monkeypatch.setattr(ref_generic, "MAX_SEGMENTS", bound)
+    gen = Gen(500 + bound)
+    for n in range(800):
+        kind = KINDS[n % len(KINDS)]
+        payload = gen.body(kind)
+        for live, reference in ADAPTERS[kind]:
+            assert_same(live, reference, payload)
