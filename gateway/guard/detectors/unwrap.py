@@ -161,12 +161,13 @@ def find(text: str, scan: Scan) -> list[tuple[str, str]]:
     # `_blocks` turns away before decoding, and `_quiet` makes the same
     # judgement without the rest of the walk.
     img = None
+    escapes = True
     if text.isascii():
         img = text.encode("ascii").translate(_IMAGE)
-        at = img.find(_NEED)
-        if (at < 0 or _quiet(text, img, at)) and not _has_escapes(text):
+        escapes = _has_escapes(text)
+        if not escapes and ((at := img.find(_NEED)) < 0 or _quiet(text, img, at)):
             return [(f.kind, text[f.start : f.end]) for f in findings]
-    return _walk(text, findings, scan, img).found
+    return _walk(text, findings, scan, img, escapes).found
 
 
 def _has_escapes(text: str) -> bool:
@@ -185,8 +186,11 @@ def walk(text: str, scan: Scan) -> Walk:
     return _walk(text, scan(text), scan, None)
 
 
-def _walk(text: str, findings: list[Finding], scan: Scan, img: bytes | None) -> Walk:
-    """The steps of `find`; ``img`` is ``text``'s base64 image when the gate made it."""
+def _walk(
+    text: str, findings: list[Finding], scan: Scan, img: bytes | None, escapes: bool = True
+) -> Walk:
+    """The steps of `find`; ``img`` is ``text``'s base64 image when the gate made it, and
+    ``escapes`` False when the gate found no escape or hex list in ``text``."""
     result = Walk([(f.kind, text[f.start : f.end]) for f in findings])
     result._seen.update(result.found)
     result._limit = min(MAX_GROWTH * len(text) + _SLACK, MAX_VIEW_CHARS)
@@ -202,9 +206,9 @@ def _walk(text: str, findings: list[Finding], scan: Scan, img: bytes | None) -> 
                 result.keep(_windows(source, edits), scan)
                 flagged = _apply(source, edits, flagged)[1]
             source = canonical
-            img = None
-        items, keys = _decoded(source, flagged, result, img)
-        img = None
+            img, escapes = None, True
+        items, keys = _decoded(source, flagged, result, img, escapes)
+        img, escapes = None, True
         for key in keys:
             result.add("private_key", key)
         if not items:
@@ -464,16 +468,18 @@ def _apply(
 
 
 def _decoded(
-    text: str, flagged: list[tuple[int, int]], result: Walk, img: bytes | None
+    text: str, flagged: list[tuple[int, int]], result: Walk, img: bytes | None, escapes: bool
 ) -> tuple[list[_Item], list[str]]:
     """Each wrapped piece of ``text`` that decodes to text, and the private keys in binary ones.
 
-    ``flagged``: the spans of private keys the scan already found in ``text``.
+    ``flagged``: the spans of private keys the scan already found in ``text``; ``escapes``
+    False when ``text`` is known to hold no escape and no hex list.
     """
     items: list[_Item] = []
     keys: list[_Item] = []  # spans of binary that is a private key, and the key in base64
-    _escapes(text, items, keys, result)
-    _hex_lists(text, items, keys, result)
+    if escapes:
+        _escapes(text, items, keys, result)
+        _hex_lists(text, items, keys, result)
     _blocks(text, items, keys, result, img)
     return _unflagged(items, []), [key for *_, key in _unflagged(keys, sorted(flagged))]
 
