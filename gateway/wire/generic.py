@@ -504,6 +504,8 @@ _SCAN: Callable[[str, int], tuple[object, int]]
 _SCAN = json.JSONDecoder(object_pairs_hook=_Members).scan_once  # type: ignore[attr-defined]
 _JSON_START = re.compile(r"\s*[\[{]")
 _JSON_HEADS = frozenset("{[ \t\n\r")
+# What a string that add_string would read as JSON starts with.
+JSON_HEADS = _JSON_HEADS
 
 
 def _parse(text: str) -> list[object] | None:

@@ -23,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from gateway.wire import generic
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.generic import (
+    JSON_HEADS,
     PLAIN,
     ROLE_TRUST,
     ROLE_UNKNOWN,
@@ -130,7 +132,8 @@ def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
     content = msg.get("content")
     if len(msg) == 2:
         if isinstance(content, str):
-            # Unhashable roles raise here as they always have; see the report of issue 15.
+            # An unhashable role raises TypeError here, as it always has: the
+            # segments and errors are the general walk's, bugs included.
             trust = _TRUST.get(role)
             if trust is not None:
                 assert isinstance(role, str)
@@ -230,6 +233,26 @@ def _messages(value: object, out: list[Segment]) -> None:
     assert isinstance(value, list)  # checked by segments()
     for i, msg in enumerate(value):
         if isinstance(msg, dict):
+            if len(msg) == 2 and i < _PRECOMPUTED:
+                # The commonest message, plain text of a known role, written
+                # here without a call: what _fast_message and add_string do.
+                role = msg.get("role")
+                content = msg.get("content")
+                if isinstance(content, str):
+                    trust = _TRUST.get(role)
+                    if trust is not None:
+                        assert isinstance(role, str)
+                        if not content:
+                            continue
+                        if (
+                            content[0] not in JSON_HEADS
+                            and not content.startswith("data:")
+                            and len(out) < generic.MAX_SEGMENTS
+                        ):
+                            out.append(Segment(_CONTENT[i], role, content, trust, i))
+                        else:
+                            add_string(out, content, _CONTENT[i], role, trust, i)
+                        continue
             if not _fast_message(msg, i, out):
                 path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
                 walk_message(msg, path, i, out, 3, _REGISTRY)
