@@ -894,3 +894,26 @@ def test_segment_bound(monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
         payload = gen.body(kind)
         for live, reference in ADAPTERS[kind]:
             assert_same(live, reference, payload)
+
+
+def test_long_conversations() -> None:
+    """Past the messages whose paths are built in advance."""
+    gen = Gen(77)
+    for _ in range(4):
+        count = gen.r.randint(500, 700)
+        bodies = {
+            # An unhashable role ends the chat walk early (TypeError), so none here.
+            "chat": {
+                "messages": [
+                    m
+                    for m in (gen.chat_message() for _ in range(count))
+                    if not (isinstance(m, dict) and isinstance(m.get("role"), dict | list))
+                ]
+            },
+            "anthropic": {"messages": [gen.anthropic_message() for _ in range(count)]},
+            "responses": {"input": [gen.item() for _ in range(count)]},
+            "conversation": {"items": [gen.item() for _ in range(count)]},
+        }
+        for kind, body in bodies.items():
+            for live, reference in ADAPTERS[kind]:
+                assert_same(live, reference, body)
