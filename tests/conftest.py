@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,6 +70,40 @@ class GatewayTestServer(TestServer):
 # The SDKs wait up to 10 minutes for an answer by default: a test whose
 # gateway hangs fails after this instead of stalling the whole run.
 SDK_TIMEOUT_S = 60.0
+
+
+@pytest.fixture
+async def _sdk_clients_closed(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[None]:
+    """Every SDK client a test makes is closed before the test's event loop ends.
+
+    An unclosed client is closed when it is garbage-collected, and that can
+    happen in a later step of another test, on a socket number the kernel
+    has since given to a new server's listening socket: that server then
+    stops accepting (seen as a test hanging on a gateway that never answers).
+    """
+    import anthropic
+    import openai
+
+    made: list[Any] = []
+    for cls in (openai.AsyncOpenAI, anthropic.AsyncAnthropic):
+        original = cls.__init__
+
+        def init(self: Any, *args: Any, __original: Any = original, **kwargs: Any) -> None:
+            __original(self, *args, **kwargs)
+            made.append(self)
+
+        monkeypatch.setattr(cls, "__init__", init)
+    yield
+    for client in made:
+        await client.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Only async tests make SDK clients; sync ones need no event loop for this.
+    for item in items:
+        test = getattr(item, "obj", None)
+        if test is not None and inspect.iscoroutinefunction(test):
+            item.fixturenames.append("_sdk_clients_closed")  # type: ignore[attr-defined]
 
 
 @pytest.fixture(autouse=True)
