@@ -132,9 +132,7 @@ def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
     content = msg.get("content")
     if len(msg) == 2:
         if isinstance(content, str):
-            # An unhashable role raises TypeError here, as it always has: the
-            # segments and errors are the general walk's, bugs included.
-            trust = _TRUST.get(role)
+            trust = _TRUST.get(role) if isinstance(role, str) else None
             if trust is not None:
                 assert isinstance(role, str)
                 if content:
@@ -238,7 +236,7 @@ def _messages(value: object, out: list[Segment]) -> None:
                 # here without a call: what _fast_message and add_string do.
                 role = msg.get("role")
                 content = msg.get("content")
-                if isinstance(content, str):
+                if isinstance(content, str) and isinstance(role, str):
                     trust = _TRUST.get(role)
                     if trust is not None:
                         assert isinstance(role, str)

@@ -141,7 +141,7 @@ def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
     role = msg.get("role")
     content = msg.get("content")
     path = f"messages[{i}]"
-    if len(msg) == 2 and isinstance(content, str) and role in ROLE_TRUST:
+    if len(msg) == 2 and isinstance(content, str) and isinstance(role, str) and role in ROLE_TRUST:
         assert isinstance(role, str)
         add_string(out, content, f"{path}.content", role, ROLE_TRUST[role], i)
         return True
