@@ -71,7 +71,7 @@ _OVERLAP = 32 * 1024
 _YIELD_CHARS = 64 * 1024
 
 # The identity of the embedded injection detector in cache keys and verdicts.
-HEURISTIC_MODEL = "reefgate-heuristics-1"
+HEURISTIC_MODEL = "reefgate-heuristics-2"
 # The identity of a team's custom rules in the verdicts they produce.
 CUSTOM_MODEL = "reefgate-custom-rules"
 
