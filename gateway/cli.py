@@ -862,7 +862,8 @@ def cmd_reef_init(args: argparse.Namespace) -> int:
     print(f"state: {state_dir} (private keys mode 0600)")
     print(
         "a peer pins this claw with: reefgate reef peer add "
-        f"'{keys['peer']}' --ed25519 {keys['ed25519']} --x25519 {keys['x25519']}"
+        # --opt=value: a base64url key may start with "-".
+        f"'{keys['peer']}' --ed25519={keys['ed25519']} --x25519={keys['x25519']}"
     )
     return 0
 

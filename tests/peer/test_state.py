@@ -33,13 +33,15 @@ def test_cli_init_and_peer_add(tmp_path: Path, capsys: pytest.CaptureFixture[str
     out = capsys.readouterr().out
     assert "identity: alice#1" in out and "fingerprint: " in out
     bob = generate_identity("bob").public.to_dict()
-    argv = ["reef", "peer", "add", "bob#1", "--ed25519", bob["ed25519"]]
-    assert main([*argv, "--x25519", bob["x25519"], "--state-dir", str(state)]) == 0
+    # A base64url key may start with "-": written as --opt=value it is never
+    # taken for an option.
+    argv = ["reef", "peer", "add", "bob#1", f"--ed25519={bob['ed25519']}"]
+    assert main([*argv, f"--x25519={bob['x25519']}", "--state-dir", str(state)]) == 0
     assert "pinned bob#1" in capsys.readouterr().out
     pins = load_pins(state, {})
     assert pins.get("BOB#1") is not None
     assert pins.get("bob#2") is None and pins.get("carol#1") is None
-    assert main([*argv, "--x25519", "not-a-key", "--state-dir", str(state)]) == 2
+    assert main([*argv, "--x25519=not-a-key", "--state-dir", str(state)]) == 2
     capsys.readouterr()
     assert main(["reef", "show", "--state-dir", str(state)]) == 0
     out = capsys.readouterr().out
