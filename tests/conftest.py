@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
@@ -18,6 +19,13 @@ from gateway.proxy.server import GatewayRunner
 from tests.fakes import FakeUpstream
 
 AiohttpServer = Callable[..., Any]
+
+# Property tests draw the same examples on every run (a CI run must not find
+# a new case by chance) and have no per-example deadline (shared CPUs).
+hypothesis.settings.register_profile(
+    "reefgate", derandomize=True, database=None, deadline=None, print_blob=True
+)
+hypothesis.settings.load_profile("reefgate")
 
 
 @dataclass
