@@ -16,6 +16,7 @@ from collections.abc import Callable
 from secrets import token_hex
 
 from gateway.guard import redact
+from gateway.wire.generic import NAMES, is_plain_key
 
 # (text, path) -> whether a finding there must go, and the allowed values to keep.
 Judge = Callable[[str, str], tuple[bool, list[str]]]
@@ -47,9 +48,14 @@ def redact_payload(payload: object, judge: Judge, mark: Mark) -> object:
             return text(node, path)
         if isinstance(node, dict):
             out: dict[object, object] = {}
-            for key, value in node.items():
-                where = f"{path}.{key}" if path else str(key)
-                new_key = text(key, f"{where}.<key>") if isinstance(key, str) else key
+            prefix = f"{path}." if path else ""
+            for position, (key, value) in enumerate(node.items()):
+                # Paths as the adapters write them (gateway.wire.generic.member_path):
+                # a key that is not a plain name is its position, so no key can
+                # pass for the path of another field (a credential path).
+                new_key = key if key in NAMES else text(key, f"{prefix}<key#{position}>")
+                plain = key in NAMES or is_plain_key(key)
+                where = prefix + (key if plain else f"<value#{position}>")
                 out[new_key] = walk(value, where)
             return out
         if isinstance(node, list):

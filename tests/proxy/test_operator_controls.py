@@ -292,3 +292,21 @@ async def test_redact_sends_a_compressed_body_plain(make_stack: StackFactory) ->
     [got] = stack.upstream.received
     assert "content-encoding" not in got.headers
     assert json.loads(got.body)["messages"][0]["content"] == "[REDACTED:github_token]"
+
+
+async def test_a_key_cannot_pass_for_a_credential_path(make_stack: StackFactory) -> None:
+    allow = Allow(
+        credential_paths=[CredentialPath(path="tools[*].headers", kinds=["openai_api_key"])]
+    )
+    stack = await _team(make_stack, allow=allow, outbound=Outbound(on_secret="redact"))
+    forged: Any = {"tools[0].headers": {"Authorization": f"Bearer {OPENAI_KEY}"}}
+    response = await _openai(stack).responses.create(
+        model="gpt-4.1", input="hello", extra_body=forged
+    )
+    assert response.output_text == "hello from upstream"
+    sent = stack.upstream.received[0].body.decode()
+    assert OPENAI_KEY not in sent
+    assert "[REDACTED:openai_api_key]" in sent
+    [record] = _records(stack)
+    assert "allowed" not in record
+    assert [r["kind"] for r in record["redacted"]] == ["openai_api_key"]
