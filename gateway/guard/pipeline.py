@@ -121,16 +121,18 @@ _SHOWN_ROLES = frozenset(
 )
 
 
+def _echoable(where: str) -> bool:
+    """Whether a location may be shown as it is: client-chosen keys could carry data."""
+    return _SAFE_PATH.match(where) is not None and not floor.holds_secret(where)
+
+
 def _shown_path(path: str) -> str:
-    """A JSON path as the audit may show it: client-chosen keys could carry data."""
-    if _SAFE_PATH.match(path) and not floor.holds_secret(path):
-        return path
-    return "a field of the request"
+    return path if _echoable(path) else "a field of the request"
 
 
 def _safe_where(segment: Segment) -> str:
     where = segment.where()
-    if _SAFE_PATH.match(where) and not floor.holds_secret(where):
+    if _echoable(where):
         return where
     parts = [f"role {segment.role}"] if segment.role in _SHOWN_ROLES else []
     if segment.index is not None:
