@@ -10,6 +10,13 @@ differences in CPU per request, in the same run, are what each stage costs;
 what remains over the bare proxy is routing, team matching, key custody,
 headers and metrics.
 
+Two direct readings go with the differences: the in-process stage timers
+(bench/_stages.py, the gateway's functions in a loop, no HTTP) and, for the
+full gateway at c=50, its own `reefgate_guard_seconds` histogram (arrival to
+verdict: decoding, parsing, segments and the guard) read from /metrics before
+and after each run. The second is what the first costs inside a busy server,
+where other requests' work runs between one request's steps.
+
 Like `overhead`, each server is pinned to core 0 and the fake upstream and
 load generator to core 1; c=50 runs with wrk when installed, c=1 with the
 in-repo client, rounds interleaved, medians over rounds.
@@ -18,9 +25,12 @@ in-repo client, rounds interleaved, medians over rounds.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import aiohttp
 
 from bench import _loadgen as lg
 from bench._common import (
@@ -51,6 +61,9 @@ from bench._corpus import AgentTurns
 from bench._stages import stage_us
 
 CHAT = "/v1/chat/completions"
+# The gateway's own timer, from a request's arrival to its verdict: body
+# decoding, parsing, segments and the guard, as they run inside the server.
+_GUARD_SECONDS = re.compile(r"^reefgate_guard_seconds_(sum|count) (\S+)$", re.M)
 
 # name, stages switched off, label
 VARIANTS: tuple[tuple[str, str, str], ...] = (
@@ -76,9 +89,12 @@ STAGES = (
 class Server:
     name: str
     url: str = ""
+    base: str = ""
     service: Service | None = None
     c50: list[lg.RunResult] = field(default_factory=list)
     c1: list[lg.RunResult] = field(default_factory=list)
+    # Microseconds per request from arrival to verdict at c=50 (reefgate only).
+    inspect_us: list[float] = field(default_factory=list)
 
     def cpu(self) -> float:
         return median([r.cpu_ms_per_req for r in self.c50]) if self.c50 else math.nan
@@ -151,6 +167,7 @@ class Bench:
             )
             svc.wait_line(gateway, REEFGATE_READY, 60)
             self.servers[name].url = gateway.url + "/openai" + CHAT
+            self.servers[name].base = gateway.url
             self.servers[name].service = gateway
 
     def _tag(self) -> str:
@@ -160,6 +177,9 @@ class Bench:
     async def measure(self, server: Server, c: int, seconds: float) -> lg.RunResult:
         assert server.service is not None
         tag = self._tag()
+        timed = server.name == "reefgate" and c > 1
+        if timed:
+            guard_before = await _guard_seconds(server.base)
         before = tree_cpu_s(server.service.pid)
         if c > 1 and self.wrk is not None:
             if self.script is None:
@@ -179,6 +199,11 @@ class Bench:
         if result.errors or result.requests == 0:
             raise RuntimeError(f"{server.name} c={c}: {result.error_sample or 'no answers'}")
         result.cpu_ms_per_req = (tree_cpu_s(server.service.pid) - before) * 1000 / result.requests
+        if timed:
+            total, count = await _guard_seconds(server.base)
+            total, count = total - guard_before[0], count - guard_before[1]
+            if count > 0:
+                server.inspect_us.append(total * 1e6 / count)
         return result
 
     async def run(self) -> None:
@@ -260,6 +285,17 @@ class Bench:
                 digits=1,
             ),
         )
+        in_server = t["reefgate"].inspect_us
+        inspect_us = median(in_server) if in_server else math.nan
+        in_process = self.stages.get("parse", math.nan) + self.stages.get("guard", math.nan)
+        rep.add(
+            "in the server at c=50 (the gateway's reefgate_guard_seconds, arrival to verdict)",
+            table(
+                ["stage", "us/request", "over in-process parse + guard"],
+                [["parse + guard", inspect_us, _ratio(inspect_us, in_process)]],
+                digits=2,
+            ),
+        )
         ratio_full = clean_number(_ratio(t["reefgate"].rps(), bare.rps()), 3)
         ratio_no_guard = clean_number(_ratio(t["no_guard"].rps(), bare.rps()), 3)
         bare_added = bare.p50_c1() - direct_p50
@@ -299,6 +335,7 @@ class Bench:
             "rps_vs_bare_c50_without_guard": ratio_no_guard,
             "added_p50_c1_vs_bare": added_ratio,
             "stage_us_in_process": {k: clean_number(v, 1) for k, v in self.stages.items()},
+            "inspect_us_in_server_c50": clean_number(inspect_us, 1),
             "targets": targets_json(targets),
             "null_reasons": {
                 key: "the bare proxy answered nothing at c=50"
@@ -312,10 +349,23 @@ class Bench:
                 {"added_p50_c1_vs_bare": "the bare proxy added no measurable latency at c=1"}
                 if added_ratio is None
                 else {}
+            )
+            | (
+                {"inspect_us_in_server_c50": "the gateway timed no request at c=50"}
+                if clean_number(inspect_us, 1) is None
+                else {}
             ),
             "machine": info,
         }
         return rep
+
+
+async def _guard_seconds(base: str) -> tuple[float, float]:
+    """(sum, count) of the gateway's reefgate_guard_seconds histogram."""
+    async with aiohttp.ClientSession() as session, session.get(base + "/metrics") as resp:
+        text = await resp.text()
+    found = {m.group(1): float(m.group(2)) for m in _GUARD_SECONDS.finditer(text)}
+    return found.get("sum", 0.0), found.get("count", 0.0)
 
 
 def _ratio(a: float, b: float) -> float | None:

@@ -29,7 +29,12 @@ KEYS = {
     "scan": ["clean_mb_s", "vs_detect_secrets"],
     "conversation": ["bytes_scanned_over_unique", "classifier_calls_per_turn"],
     "memory": ["rss_mb_1000_streams"],
-    "breakdown": ["rps_vs_bare_c50", "rps_vs_bare_c50_without_guard", "added_p50_c1_vs_bare"],
+    "breakdown": [
+        "rps_vs_bare_c50",
+        "rps_vs_bare_c50_without_guard",
+        "added_p50_c1_vs_bare",
+        "inspect_us_in_server_c50",
+    ],
     "ttft": [
         "ttft_added_ms",
         "ttft_added_vs_bare_ms",
