@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-BENCHMARKS = ("overhead", "scan", "conversation", "memory", "breakdown", "ttft")
+BENCHMARKS = ("overhead", "scan", "conversation", "memory", "breakdown", "ttft", "instructions")
 
 
 def main(argv: list[str]) -> int:

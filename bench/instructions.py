@@ -1,0 +1,263 @@
+"""Instructions per request under callgrind: the gateway's CPU cost, counted rather than timed.
+
+Wall-clock ratios on a shared machine move by 15% or more from one run to the
+next, which hides any single change to the request path. Callgrind counts the
+instructions a server executes, the same on every run to within a fraction
+of a percent, and on this CPU-bound request the count tracks the throughput
+ratio `overhead` measures at c=50 (both give reefgate about 0.27 of the bare
+proxy).
+
+The overhead request (the ~4.5 KB agent turn, new user text and tool result
+every time) goes at c=1 through the bare aiohttp proxy and through the
+builds of `reefgate serve` that `breakdown` uses (bench/ablated.py), each
+under `valgrind --tool=callgrind`. A server starts with instrumentation off
+(imports and rule compilation would take minutes under it), is switched on,
+answers warm-up requests, has its counters zeroed, answers the measured
+requests and is dumped; instructions per request is the dump's total over
+the requests answered. Stages are differences between neighbouring builds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import subprocess
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench import _loadgen as lg
+from bench import _peers as peers
+from bench._common import (
+    LOAD_CPU,
+    PROXY_CPU,
+    REEFGATE_READY,
+    ROOT,
+    SERVICE_READY,
+    Options,
+    Report,
+    Services,
+    Target,
+    clean_number,
+    describe_machine,
+    gateway_config,
+    machine_info,
+    progress,
+    python_module,
+    run_service_bench,
+    table,
+    targets_json,
+    targets_table,
+)
+from bench._corpus import AgentTurns
+from bench.breakdown import STAGES, VARIANTS
+
+CHAT = "/v1/chat/completions"
+_SUMMARY = re.compile(r"^summary: (\d+)$", re.M)
+# What `overhead` and `breakdown` aim for, as a ratio of instructions.
+_TARGET_RATIO = 0.55
+# Wider stages, for the modes that run fewer builds.
+_COARSE = (
+    ("the whole guard", "reefgate", "no_guard"),
+    ("parse and audit", "no_guard", "core"),
+)
+
+
+@dataclass(frozen=True)
+class Plan:
+    warm: int
+    requests: int
+    servers: tuple[str, ...]
+
+    @staticmethod
+    def for_mode(opts: Options) -> Plan:
+        everything = ("bare", *(v[0] for v in VARIANTS))
+        if opts.smoke:
+            return Plan(3, 3, ("bare", "reefgate"))
+        if opts.quick:
+            return Plan(30, 60, ("bare", "reefgate", "no_guard", "core"))
+        return Plan(60, 200, everything)
+
+
+class Bench:
+    def __init__(self, opts: Options, services: Services, tmp: Path) -> None:
+        self.opts = opts
+        self.plan = Plan.for_mode(opts)
+        self.services = services
+        self.tmp = tmp
+        self.turns = AgentTurns()
+        self.upstream = ""
+        self.valgrind = peers.Prepared(False, "not looked for")
+        self.control = ""
+        self.instructions: dict[str, float] = {}
+        self.answered: dict[str, int] = {}
+
+    def start(self) -> None:
+        self.valgrind = peers.apt_install("valgrind", "valgrind", self.opts.install)
+        if self.valgrind.ok:
+            self.control = str(Path(self.valgrind.path).with_name("callgrind_control"))
+        upstream = self.services.spawn(
+            "fake-upstream", python_module("bench.fake_upstream"), cpu=LOAD_CPU
+        )
+        self.services.wait_line(upstream, SERVICE_READY, 30)
+        self.upstream = upstream.url
+
+    def _argv(self, name: str, out: Path) -> tuple[list[str], str, str]:
+        """The server's command line under callgrind, its ready line and URL prefix."""
+        head = [
+            self.valgrind.path,
+            "--tool=callgrind",
+            "--instr-atstart=no",
+            f"--callgrind-out-file={out}",
+        ]
+        if name == "bare":
+            argv = python_module("bench.bare_proxy", "--upstream", self.upstream)
+            return [*head, *argv], SERVICE_READY, "/openai"
+        without = next(v[1] for v in VARIANTS if v[0] == name)
+        config = gateway_config(self.tmp / f"config-{name}", self.upstream)
+        argv = python_module(
+            "bench.ablated", "--without", without, "serve", "--config", str(config), "--port", "0"
+        )
+        return [*head, *argv], REEFGATE_READY, "/openai"
+
+    def _control(self, pid: int, *args: str) -> None:
+        subprocess.run(
+            [self.control, *args, str(pid)], capture_output=True, check=True, timeout=120
+        )
+
+    async def _load(self, url: str, tag: str, n: int) -> int:
+        result = await lg.client_run(
+            url,
+            lambda i: self.turns.body(i, tag, False),
+            stream=False,
+            concurrency=1,
+            duration_s=600,
+            max_requests=n,
+        )
+        if result.errors or result.requests < n:
+            raise RuntimeError(f"{tag}: {result.error_sample or 'too few answers'}")
+        return result.requests
+
+    async def measure(self, name: str) -> None:
+        out = self.tmp / f"{name}.callgrind"
+        argv, ready, prefix = self._argv(name, out)
+        service = self.services.spawn(
+            name, argv, cpu=PROXY_CPU, cwd=self.tmp, env={"PYTHONPATH": str(ROOT)}
+        )
+        try:
+            self.services.wait_line(service, ready, 300)
+            url = service.url + prefix + CHAT
+            self._control(service.pid, "--instr=on")
+            await self._load(url, f"{name}-warm", self.plan.warm)
+            self._control(service.pid, "--zero")
+            answered = await self._load(url, f"{name}-run", self.plan.requests)
+            self._control(service.pid, "--dump=measured")
+        finally:
+            self.services.stop(service)
+        total = 0
+        for dump in out.parent.glob(out.name + ".*"):
+            text = dump.read_text(errors="replace")
+            if "Trigger: dump measured" in text:
+                total += sum(int(n) for n in _SUMMARY.findall(text))
+        if total == 0:
+            raise RuntimeError(f"{name}: callgrind wrote no measured dump")
+        self.instructions[name] = total / answered
+        self.answered[name] = answered
+
+    async def run(self) -> None:
+        if not self.valgrind.ok:
+            return
+        for name in self.plan.servers:
+            progress(f"{name} under callgrind")
+            await self.measure(name)
+            # The dumps can be large; only the totals are kept.
+            for dump in self.tmp.glob(f"{name}.callgrind*"):
+                dump.unlink()
+            await asyncio.sleep(0)
+
+    def report(self) -> Report:
+        rep = Report("instructions: reefgate's CPU per request, counted by callgrind")
+        info = machine_info()
+        count = self.instructions
+        rep.add(
+            "setup",
+            "\n".join(
+                [
+                    f"mode {self.opts.mode}; {describe_machine(info)}",
+                    f"request: {len(self.turns.body(0, 'x', False))} B, non-streamed, c=1; "
+                    f"{self.plan.warm} warm-up then {self.plan.requests} counted per server",
+                    f"valgrind: {self.valgrind.path or self.valgrind.reason}",
+                ]
+            ),
+        )
+        bare = count.get("bare")
+        labels = {"bare": "bare aiohttp proxy", **{v[0]: v[2] for v in VARIANTS}}
+        rows: list[list[object]] = []
+        for name in self.plan.servers:
+            value = count.get(name)
+            rows.append(
+                [
+                    labels[name],
+                    value / 1e6 if value else None,
+                    bare / value if bare and value else None,
+                ]
+            )
+        rep.add(
+            "servers",
+            table(["server", "M instructions/request", "bare / server"], rows, digits=3),
+        )
+        stage_data: dict[str, float | None] = {}
+        stage_rows: list[list[object]] = []
+        fine = all(v[0] in count for v in VARIANTS)
+        for stage, a, b in STAGES if fine else (*_COARSE, STAGES[-1]):
+            if a in count and b in count:
+                cost = count[a] - count[b]
+                stage_data[stage] = clean_number(cost / 1e3, 1)
+                stage_rows.append([stage, cost / 1e3])
+        if stage_rows:
+            rep.add(
+                "stages (difference between neighbouring builds)",
+                table(["stage", "k instructions/request"], stage_rows, digits=1),
+            )
+
+        def ratio(name: str) -> float | None:
+            value = count.get(name)
+            return clean_number(bare / value, 3) if bare and value else None
+
+        full, no_guard = ratio("reefgate"), ratio("no_guard")
+        targets = [
+            Target("instructions: bare proxy / reefgate", full, ">=", _TARGET_RATIO),
+            Target(
+                "instructions: bare proxy / reefgate without the guard",
+                no_guard,
+                ">=",
+                0.8,
+                note="what a zero-cost guard would reach",
+            ),
+        ]
+        rep.add("targets", targets_table(targets))
+        why = self.valgrind.reason if not self.valgrind.ok else "this mode does not run that build"
+        rep.data = {
+            "benchmark": "instructions",
+            "mode": self.opts.mode,
+            "instructions_per_request": {k: round(v) for k, v in count.items()},
+            "requests_counted": self.answered,
+            "ratio_vs_bare": full,
+            "ratio_vs_bare_without_guard": no_guard,
+            "stage_k_instructions": stage_data,
+            "targets": targets_json(targets),
+            "null_reasons": {
+                key: why
+                for key, value in (
+                    ("ratio_vs_bare", full),
+                    ("ratio_vs_bare_without_guard", no_guard),
+                )
+                if value is None
+            },
+            "machine": info,
+        }
+        return rep
+
+
+def main(argv: Sequence[str]) -> int:
+    return run_service_bench("instructions", argv, Bench)
