@@ -12,11 +12,13 @@ import asyncio
 import json
 import logging
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import unquote
 
 import aiohttp
-from aiohttp import web
+from aiohttp import StreamReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 from multidict import CIMultiDict
 from yarl import URL
@@ -110,6 +112,15 @@ def _check_path(rest: str) -> str:
 def _upstream_url(base_url: str, path: str, query: str) -> URL:
     # The path and query go on exactly as sent, percent-encoding included.
     return URL(base_url + path + ("?" + query if query else ""), encoded=True)
+
+
+T = TypeVar("T")
+
+
+async def _bounded(awaitable: Awaitable[T], deadline: float) -> T:
+    """``awaitable``, cancelled with TimeoutError once ``deadline`` (monotonic) passes."""
+    async with asyncio.timeout(deadline - time.monotonic()):
+        return await awaitable
 
 
 def _is_upgrade(request: web.Request) -> bool:
@@ -268,6 +279,25 @@ class ReverseProxy:
         declared = request.content_length
         if declared is not None and declared > self._limit:
             raise TooLarge(f"request body of {declared} bytes exceeds the limit of {self._limit}")
+        content = request.content
+        try:
+            if content.is_eof():
+                # The whole body came with the headers, as an agent's request
+                # usually does: there is nothing to wait for, so no deadline.
+                body = content.read_nowait()
+            else:
+                body = await self._receive(content)
+        except HttpProcessingError as exc:
+            # A malformed chunked encoding or a body shorter than its Content-Length.
+            raise BadRequest(
+                f"request body could not be read ({type(exc).__name__})", code="invalid_body"
+            ) from exc
+        if len(body) > self._limit:
+            raise TooLarge(f"request body exceeds the limit of {self._limit} bytes")
+        return body
+
+    async def _receive(self, content: StreamReader) -> bytes:
+        """The rest of a body still arriving, bounded in size and in time."""
         loop = asyncio.get_running_loop()
         chunks: list[bytes] = []
         size = 0
@@ -275,7 +305,7 @@ class ReverseProxy:
             # The deadline moves with every chunk: a slow upload is fine, a
             # client that stops sending is not.
             async with asyncio.timeout(self._body_timeout) as deadline:
-                while chunk := await request.content.readany():
+                while chunk := await content.readany():
                     size += len(chunk)
                     if size > self._limit:
                         raise TooLarge(f"request body exceeds the limit of {self._limit} bytes")
@@ -284,11 +314,6 @@ class ReverseProxy:
         except TimeoutError as exc:
             raise RequestTimeout(
                 f"no request body bytes for {self._body_timeout:g} s; the body is incomplete"
-            ) from exc
-        except HttpProcessingError as exc:
-            # A malformed chunked encoding or a body shorter than its Content-Length.
-            raise BadRequest(
-                f"request body could not be read ({type(exc).__name__})", code="invalid_body"
             ) from exc
         return b"".join(chunks)
 
@@ -313,50 +338,49 @@ class ReverseProxy:
         stream = False
         payload: object = None
         destination = route.name
+        # The deadline stops the detectors between steps; a classifier call or
+        # the review store, the only waits here, are held to it by a timer of
+        # their own (`_bounded`): most requests never wait, and a timer is
+        # among the dearest things a request sets up.
         try:
-            # The deadline stops the detectors between steps; the timeout stops
-            # a classifier call or a review store waiting past it.
-            async with asyncio.timeout(self._inspect_timeout):
-                # Repeated headers are one list to the upstream (RFC 9110, 5.3),
-                # so they are read as one here: "identity" then "gzip" is refused.
-                encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
-                decoded = decode_content(body, encoding, self._limit)
-                segments, payload = request_segments(
-                    api_path, exchange.query, content_type, decoded
+            # Repeated headers are one list to the upstream (RFC 9110, 5.3),
+            # so they are read as one here: "identity" then "gzip" is refused.
+            encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
+            decoded = decode_content(body, encoding, self._limit)
+            segments, payload = request_segments(api_path, exchange.query, content_type, decoded)
+            segments.insert(0, Segment("path", "path", api_path, Trust.OPAQUE))
+            if request.method not in METHODS:
+                # Any token is a method to some parsers, and it goes upstream.
+                segments.append(Segment("method", "path", request.method, Trust.OPAQUE))
+            segments.extend(
+                header_segments(headers, skip=self._skip_headers, key_kinds=route.key_kinds)
+            )
+            stream = _is_stream(payload, exchange.query)
+            model = payload.get("model") if isinstance(payload, dict) else None
+            destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
+            inspection = await self._guard.inspect(segments, policy, route.name, deadline)
+            verdict = inspection.floor
+            if verdict.action == "deny" and policy.on_secret == "redact":
+                redacted = await self._redact(
+                    exchange, api_path, content_type, payload, segments, policy, deadline
                 )
-                segments.insert(0, Segment("path", "path", api_path, Trust.OPAQUE))
-                if request.method not in METHODS:
-                    # Any token is a method to some parsers, and it goes upstream.
-                    segments.append(Segment("method", "path", request.method, Trust.OPAQUE))
-                segments.extend(
-                    header_segments(headers, skip=self._skip_headers, key_kinds=route.key_kinds)
+                if redacted is not None:
+                    inspection, payload, body = redacted
+                    decoded = body
+                    verdict = inspection.floor
+                    # The rewritten body is plain JSON: it goes as is.
+                    headers.popall("Content-Encoding", None)
+            if verdict.action != "deny":
+                # What the review gate binds: this sender, this destination,
+                # this payload (the exact bytes when it is not JSON).
+                reviewed = _Reviewed(
+                    team.name,
+                    team.source,
+                    destination,
+                    payload if payload is not None else {"sha256": sha256_hex(decoded)},
+                    policy.policy_version,
                 )
-                stream = _is_stream(payload, exchange.query)
-                model = payload.get("model") if isinstance(payload, dict) else None
-                destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
-                inspection = await self._guard.inspect(segments, policy, route.name, deadline)
-                verdict = inspection.floor
-                if verdict.action == "deny" and policy.on_secret == "redact":
-                    redacted = await self._redact(
-                        exchange, api_path, content_type, payload, segments, policy, deadline
-                    )
-                    if redacted is not None:
-                        inspection, payload, body = redacted
-                        decoded = body
-                        verdict = inspection.floor
-                        # The rewritten body is plain JSON: it goes as is.
-                        headers.popall("Content-Encoding", None)
-                if verdict.action != "deny":
-                    # What the review gate binds: this sender, this destination,
-                    # this payload (the exact bytes when it is not JSON).
-                    reviewed = _Reviewed(
-                        team.name,
-                        team.source,
-                        destination,
-                        payload if payload is not None else {"sha256": sha256_hex(decoded)},
-                        policy.policy_version,
-                    )
-                    verdict, review = await self._judge(inspection, policy, reviewed)
+                verdict, review = await self._judge(inspection, policy, reviewed, deadline)
             exchange.advance(Phase.CHECKED)
         except RequestError:
             raise
@@ -417,7 +441,7 @@ class ReverseProxy:
         return inspection, parsed, body
 
     async def _judge(
-        self, inspection: Inspection, policy: TeamPolicy, reviewed: _Reviewed
+        self, inspection: Inspection, policy: TeamPolicy, reviewed: _Reviewed, deadline: float
     ) -> tuple[Decision, Review | None]:
         """The verdict past the floor, through the review gate.
 
@@ -431,34 +455,39 @@ class ReverseProxy:
         review: Review | None = None
         if gate.may_know(reviewed.team):
             digest = reviewed.digest()
-            review = await gate.decided(reviewed.team, digest)
+            review = await _bounded(gate.decided(reviewed.team, digest), deadline)
         if review is not None and review.status != "approved":
             return _gated(review), review
-        verdict = await self._guard.judge(
+        judged = self._guard.judge(
             inspection,
             policy,
             reviewed.source,
             reviewed.destination,
             approved=review is not None,
         )
+        # Without a classifier the guard's judgement does not wait on anything.
+        verdict = await (judged if policy.classifier is None else _bounded(judged, deadline))
         if verdict.action != "review":
             return verdict, review
         try:
-            review = await gate.hold(
-                pending(
-                    team=reviewed.team,
-                    digest=digest or reviewed.digest(),
-                    direction=_DIRECTION,
-                    source=reviewed.source,
-                    destination=reviewed.destination,
-                    category=verdict.category,
-                    reason=verdict.reason,
-                    policy_version=reviewed.policy_version,
-                    excerpt=verdict.excerpt,
-                    findings=tuple(
-                        ReviewFinding(e.kind, e.fingerprint, e.where) for e in verdict.evidence
-                    ),
-                )
+            review = await _bounded(
+                gate.hold(
+                    pending(
+                        team=reviewed.team,
+                        digest=digest or reviewed.digest(),
+                        direction=_DIRECTION,
+                        source=reviewed.source,
+                        destination=reviewed.destination,
+                        category=verdict.category,
+                        reason=verdict.reason,
+                        policy_version=reviewed.policy_version,
+                        excerpt=verdict.excerpt,
+                        findings=tuple(
+                            ReviewFinding(e.kind, e.fingerprint, e.where) for e in verdict.evidence
+                        ),
+                    )
+                ),
+                deadline,
             )
         except ReviewCapacity:
             limit = gate.reviews.settings(reviewed.team).max_pending

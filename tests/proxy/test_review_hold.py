@@ -13,7 +13,7 @@ import openai
 import pytest
 
 from gateway.app import GATE, REVIEWS
-from gateway.config.models import Classifier, Guard, Review, Rules, Team, TeamReview
+from gateway.config.models import Classifier, Guard, Limits, Review, Rules, Team, TeamReview
 from gateway.review.gate import Reviews
 from gateway.review.model import Review as ReviewRecord
 from tests.conftest import Stack, StackFactory
@@ -347,3 +347,57 @@ async def test_a_replica_keeps_a_request_pending_that_another_replica_held(
         await asyncio.sleep(0.01)
     assert await _held(b) == review_id
     assert b_classifier.calls == []
+
+
+# -- the waits of inspection are held to its time limit --
+
+
+async def _limited_stack(
+    make_stack: StackFactory, aiohttp_server: Any, fake: FakeClassifier
+) -> Stack:
+    server = await aiohttp_server(fake.app())
+    classifier = Classifier(
+        provider="openai",
+        base_url=str(server.make_url("")).rstrip("/"),
+        pinned_model=PINNED,
+        api_key_env="GUARD_KEY",
+        # Longer than the inspection's limit: that limit is what must stop it.
+        timeout_ms=30_000,
+    )
+    stack: Stack = await make_stack(
+        guard=Guard(classifier=classifier),
+        limits=Limits(inspect_timeout_ms=300),
+        env={"GUARD_KEY": "guard-secret-key"},
+    )
+    return stack
+
+
+async def _guard_failure(stack: Stack, text: str) -> float:
+    started = time.monotonic()
+    with pytest.raises(openai.PermissionDeniedError) as info:
+        await _ask(stack, text)
+    assert info.value.response.headers["x-reefgate-category"] == "guard_failure"
+    assert stack.upstream.received == []
+    return time.monotonic() - started
+
+
+async def test_a_classifier_that_outlasts_the_inspection_limit_is_a_guard_failure(
+    make_stack: StackFactory, aiohttp_server: Any
+) -> None:
+    stack = await _limited_stack(make_stack, aiohttp_server, FakeClassifier(failure="timeout"))
+    # The fake answers after 5 s; the limit is 0.3 s.
+    assert await _guard_failure(stack, "a plain question") < 4
+
+
+async def test_a_review_store_that_outlasts_the_inspection_limit_is_a_guard_failure(
+    make_stack: StackFactory, aiohttp_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    stack = await _limited_stack(make_stack, aiohttp_server, FakeClassifier())
+    gate = stack.gateway.app[GATE]
+
+    async def stalled(review: ReviewRecord) -> ReviewRecord:
+        await asyncio.sleep(5)
+        return review
+
+    monkeypatch.setattr(gate, "hold", stalled)
+    assert await _guard_failure(stack, HELD) < 4
