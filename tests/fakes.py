@@ -39,6 +39,8 @@ class FakeUpstream:
     # Fragments each scripted text and each call's arguments are streamed in.
     pieces: int = 3
     stall_after_events: int | None = None
+    # Send a stream's events in one write, as a fast upstream's answer arrives.
+    one_write: bool = False
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=64 * 1024 * 1024)
@@ -108,6 +110,10 @@ class FakeUpstream:
             headers={"Content-Type": self.content_type or "text/event-stream"}
         )
         await resp.prepare(request)
+        if self.one_write:
+            await resp.write(b"".join(events))
+            await resp.write_eof()
+            return resp
         for i, event in enumerate(events):
             if self.die_after_events is not None and i >= self.die_after_events:
                 # Drop the connection without a proper end of the chunked body.

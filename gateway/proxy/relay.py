@@ -51,6 +51,19 @@ def may_hold_calls(content_type: str) -> bool:
     return media in ("", "application/json") or media.endswith("+json") or media.startswith("text/")
 
 
+def _first_block_apart(events: bytes) -> tuple[bytes, ...]:
+    """Whole events as (the first block, the rest) when they use LF line ends.
+
+    An answer's first chunk often holds all of it. Its first event tells the
+    format; once that is known, the rest may pass unread like any later chunk
+    (`AnswerStream.passes`) instead of each event being decoded.
+    """
+    end = events.find(b"\n\n")
+    if end < 0 or end + 2 == len(events) or b"\r" in events:
+        return (events,)
+    return events[: end + 2], events[end + 2 :]
+
+
 def _identity(headers: Mapping[str, str]) -> bool:
     encoding = headers.get("Content-Encoding", "identity").strip().lower()
     return encoding in ("", "identity")
@@ -91,16 +104,20 @@ async def relay_stream(
                     await response.write(whole)
                     continue
                 out: list[bytes] = []
-                for event in decoder.feed(whole):
-                    calls = editor.feed(event)
-                    rulings = []
-                    for call in calls:
-                        if out:
-                            # What is ready goes before a wait the agent cannot see.
-                            await response.write(b"".join(out))
-                            out.clear()
-                        rulings.append(await _judged(judge, call, response))
-                    out.append(editor.release(rulings))
+                for piece in _first_block_apart(whole):
+                    if editor.passes(piece):
+                        out.append(piece)
+                        continue
+                    for event in decoder.feed(piece):
+                        calls = editor.feed(event)
+                        rulings = []
+                        for call in calls:
+                            if out:
+                                # What is ready goes before a wait the agent cannot see.
+                                await response.write(b"".join(out))
+                                out.clear()
+                            rulings.append(await _judged(judge, call, response))
+                        out.append(editor.release(rulings))
                 if out:
                     await response.write(b"".join(out))
         except ConnectionResetError:

@@ -12,6 +12,7 @@ import openai
 import pytest
 
 from gateway.config.models import Team, Tools
+from tests import replies
 from tests.conftest import Stack, StackFactory
 from tests.fakes import FakeUpstream
 from tests.replies import Call
@@ -95,6 +96,40 @@ async def test_chat_destructive_call_is_replaced(make_stack: StackFactory, strea
     [judged] = entry["tool_calls"]
     assert judged["tool"] == "shell" and judged["outcome"] == "deny"
     assert judged["risk"] == "critical" and "rm -rf" not in json.dumps(entry)
+
+
+async def test_a_call_in_an_answer_that_arrives_in_one_piece_is_judged(
+    make_stack: StackFactory,
+) -> None:
+    # The first event tells the format; the rest of the chunk may pass unread
+    # only when none of it can name a call.
+    stack: Stack = await make_stack(FakeUpstream(reply=("On it.", [DESTRUCTIVE]), one_write=True))
+    completion = await _chat(stack, stream=True)
+    [choice] = completion.choices
+    assert not choice.message.tool_calls
+    assert "rm -rf" not in (choice.message.content or "")
+    [entry] = _audit(stack)
+    [judged] = entry["tool_calls"]
+    assert judged["tool"] == "shell" and judged["outcome"] == "deny"
+
+
+async def test_text_that_arrives_in_one_piece_goes_out_as_sent(make_stack: StackFactory) -> None:
+    stack: Stack = await make_stack(
+        FakeUpstream(reply=("All tidy, nothing to remove.", []), one_write=True)
+    )
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            f"{stack.url}/openai/v1/chat/completions",
+            json={
+                "model": "gpt-4o-mini",
+                "stream": True,
+                "messages": [{"role": "user", "content": "hi"}],
+            },
+        ) as resp,
+    ):
+        relayed = await resp.read()
+    assert relayed == b"".join(replies.chat_events("All tidy, nothing to remove.", []))
 
 
 @pytest.mark.parametrize("stream", [False, True])
