@@ -68,15 +68,18 @@ class Plan:
     warm: int
     requests: int
     servers: tuple[str, ...]
+    # The same turn asking for a streamed answer, through these servers.
+    streamed: tuple[str, ...] = ()
 
     @staticmethod
     def for_mode(opts: Options) -> Plan:
         everything = ("bare", *(v[0] for v in VARIANTS))
+        both = ("bare", "reefgate")
         if opts.smoke:
-            return Plan(3, 3, ("bare", "reefgate"))
+            return Plan(3, 3, both)
         if opts.quick:
-            return Plan(30, 60, ("bare", "reefgate", "no_guard", "core"))
-        return Plan(60, 200, everything)
+            return Plan(30, 60, ("bare", "reefgate", "no_guard", "core"), both)
+        return Plan(60, 200, everything, both)
 
 
 class Bench:
@@ -114,7 +117,7 @@ class Bench:
             argv = python_module("bench.bare_proxy", "--upstream", self.upstream)
             return [*head, *argv], SERVICE_READY, "/openai"
         without = next(v[1] for v in VARIANTS if v[0] == name)
-        config = gateway_config(self.tmp / f"config-{name}", self.upstream)
+        config = gateway_config(self.tmp / f"config-{out.stem}", self.upstream)
         argv = python_module(
             "bench.ablated", "--without", without, "serve", "--config", str(config), "--port", "0"
         )
@@ -125,11 +128,11 @@ class Bench:
             [self.control, *args, str(pid)], capture_output=True, check=True, timeout=120
         )
 
-    async def _load(self, url: str, tag: str, n: int) -> int:
+    async def _load(self, url: str, tag: str, n: int, stream: bool) -> int:
         result = await lg.client_run(
             url,
-            lambda i: self.turns.body(i, tag, False),
-            stream=False,
+            lambda i: self.turns.body(i, tag, stream),
+            stream=stream,
             concurrency=1,
             duration_s=600,
             max_requests=n,
@@ -138,19 +141,20 @@ class Bench:
             raise RuntimeError(f"{tag}: {result.error_sample or 'too few answers'}")
         return result.requests
 
-    async def measure(self, name: str) -> None:
-        out = self.tmp / f"{name}.callgrind"
+    async def measure(self, name: str, stream: bool = False) -> None:
+        key = f"{name}_stream" if stream else name
+        out = self.tmp / f"{key}.callgrind"
         argv, ready, prefix = self._argv(name, out)
         service = self.services.spawn(
-            name, argv, cpu=PROXY_CPU, cwd=self.tmp, env={"PYTHONPATH": str(ROOT)}
+            key, argv, cpu=PROXY_CPU, cwd=self.tmp, env={"PYTHONPATH": str(ROOT)}
         )
         try:
             self.services.wait_line(service, ready, 300)
             url = service.url + prefix + CHAT
             self._control(service.pid, "--instr=on")
-            await self._load(url, f"{name}-warm", self.plan.warm)
+            await self._load(url, f"{key}-warm", self.plan.warm, stream)
             self._control(service.pid, "--zero")
-            answered = await self._load(url, f"{name}-run", self.plan.requests)
+            answered = await self._load(url, f"{key}-run", self.plan.requests, stream)
             self._control(service.pid, "--dump=measured")
         finally:
             self.services.stop(service)
@@ -160,18 +164,19 @@ class Bench:
             if "Trigger: dump measured" in text:
                 total += sum(int(n) for n in _SUMMARY.findall(text))
         if total == 0:
-            raise RuntimeError(f"{name}: callgrind wrote no measured dump")
-        self.instructions[name] = total / answered
-        self.answered[name] = answered
+            raise RuntimeError(f"{key}: callgrind wrote no measured dump")
+        self.instructions[key] = total / answered
+        self.answered[key] = answered
 
     async def run(self) -> None:
         if not self.valgrind.ok:
             return
-        for name in self.plan.servers:
-            progress(f"{name} under callgrind")
-            await self.measure(name)
+        runs = [(n, False) for n in self.plan.servers] + [(n, True) for n in self.plan.streamed]
+        for name, stream in runs:
+            progress(f"{name}{' streamed' if stream else ''} under callgrind")
+            await self.measure(name, stream)
             # The dumps can be large; only the totals are kept.
-            for dump in self.tmp.glob(f"{name}.callgrind*"):
+            for dump in self.tmp.glob("*.callgrind*"):
                 dump.unlink()
             await asyncio.sleep(0)
 
@@ -202,6 +207,16 @@ class Bench:
                     bare / value if bare and value else None,
                 ]
             )
+        stream_bare = count.get("bare_stream")
+        for name in self.plan.streamed:
+            value = count.get(f"{name}_stream")
+            rows.append(
+                [
+                    labels[name] + ", streamed",
+                    value / 1e6 if value else None,
+                    stream_bare / value if stream_bare and value else None,
+                ]
+            )
         rep.add(
             "servers",
             table(["server", "M instructions/request", "bare / server"], rows, digits=3),
@@ -225,8 +240,15 @@ class Bench:
             return clean_number(bare / value, 3) if bare and value else None
 
         full, no_guard = ratio("reefgate"), ratio("no_guard")
+        streamed_value = count.get("reefgate_stream")
+        streamed = (
+            clean_number(stream_bare / streamed_value, 3)
+            if stream_bare and streamed_value
+            else None
+        )
         targets = [
             Target("instructions: bare proxy / reefgate", full, ">=", _TARGET_RATIO),
+            Target("instructions: the same, streamed", streamed, ">=", _TARGET_RATIO),
             Target(
                 "instructions: bare proxy / reefgate without the guard",
                 no_guard,
@@ -244,6 +266,7 @@ class Bench:
             "requests_counted": self.answered,
             "ratio_vs_bare": full,
             "ratio_vs_bare_without_guard": no_guard,
+            "ratio_vs_bare_stream": streamed,
             "stage_k_instructions": stage_data,
             "targets": targets_json(targets),
             "null_reasons": {
@@ -251,6 +274,7 @@ class Bench:
                 for key, value in (
                     ("ratio_vs_bare", full),
                     ("ratio_vs_bare_without_guard", no_guard),
+                    ("ratio_vs_bare_stream", streamed),
                 )
                 if value is None
             },

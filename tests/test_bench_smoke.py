@@ -35,7 +35,7 @@ KEYS = {
         "added_p50_c1_vs_bare",
         "inspect_us_in_server_c50",
     ],
-    "instructions": ["ratio_vs_bare", "ratio_vs_bare_without_guard"],
+    "instructions": ["ratio_vs_bare", "ratio_vs_bare_without_guard", "ratio_vs_bare_stream"],
     "ttft": [
         "ttft_added_ms",
         "ttft_added_vs_bare_ms",
