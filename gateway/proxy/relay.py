@@ -51,19 +51,6 @@ def may_hold_calls(content_type: str) -> bool:
     return media in ("", "application/json") or media.endswith("+json") or media.startswith("text/")
 
 
-def _first_block_apart(events: bytes) -> tuple[bytes, ...]:
-    """Whole events as (the first block, the rest) when they use LF line ends.
-
-    An answer's first chunk often holds all of it. Its first event tells the
-    format; once that is known, the rest may pass unread like any later chunk
-    (`AnswerStream.passes`) instead of each event being decoded.
-    """
-    end = events.find(b"\n\n")
-    if end < 0 or end + 2 == len(events) or b"\r" in events:
-        return (events,)
-    return events[: end + 2], events[end + 2 :]
-
-
 def _identity(headers: Mapping[str, str]) -> bool:
     encoding = headers.get("Content-Encoding", "identity").strip().lower()
     return encoding in ("", "identity")
@@ -104,7 +91,10 @@ async def relay_stream(
                     await response.write(whole)
                     continue
                 out: list[bytes] = []
-                for piece in _first_block_apart(whole):
+                # An answer's first chunk often holds all of it: once its first
+                # event has told the format, the rest may pass unread like any
+                # later chunk instead of being decoded event by event.
+                for piece in framer.first_block_apart(whole):
                     if editor.passes(piece):
                         out.append(piece)
                         continue

@@ -173,6 +173,17 @@ class SSEFramer:
         self._searched = 0
         self._decoder: SSEDecoder | None = None
 
+    def first_block_apart(self, events: bytes) -> tuple[bytes, ...]:
+        """Bytes that `feed` returned, as (their first block, the rest), or whole.
+
+        Split only while the stream uses LF line ends, where every blank line
+        is a "\n\n"; once it has used CR the blocks are left together.
+        """
+        end = events.find(b"\n\n") if self._decoder is None else -1
+        if end < 0 or end + 2 == len(events):
+            return (events,)
+        return events[: end + 2], events[end + 2 :]
+
     def feed(self, data: bytes) -> bytes:
         if self._decoder is not None:
             return b"".join(event.raw for event in self._decoder.feed(data))

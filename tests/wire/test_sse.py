@@ -327,3 +327,15 @@ def test_a_large_block_in_many_pieces_is_searched_once() -> None:
         assert framer.feed(b"x" * 100) == b""
     assert framer._searched == 10_000 * 100 - 1
     assert framer.feed(b"\n\n") == b"x" * 1_000_000 + b"\n\n"
+
+
+def test_framer_sets_the_first_block_apart_only_at_an_lf_blank_line() -> None:
+    framer = SSEFramer()
+    whole = framer.feed(b"data: a\n\ndata: b\n\ndata: c\n\n")
+    assert framer.first_block_apart(whole) == (b"data: a\n\n", b"data: b\n\ndata: c\n\n")
+    single = framer.feed(b": keep-alive\n\n")
+    assert framer.first_block_apart(single) == (single,)
+    cr = SSEFramer()
+    blocks = cr.feed(b"data: a\r\rdata: b\n\ndata: c\r\r")
+    assert blocks == b"data: a\r\rdata: b\n\ndata: c\r\r"
+    assert cr.first_block_apart(blocks) == (blocks,)
