@@ -32,6 +32,8 @@ async def _stack(
     review: TeamReview | None = None,
     rules: Rules | None = None,
     store: str | None = None,
+    limits: Limits | None = None,
+    classifier_timeout_ms: int = 10_000,
 ) -> Stack:
     server = await aiohttp_server(fake.app())
     classifier = Classifier(
@@ -39,10 +41,13 @@ async def _stack(
         base_url=str(server.make_url("")).rstrip("/"),
         pinned_model=PINNED,
         api_key_env="GUARD_KEY",
+        timeout_ms=classifier_timeout_ms,
     )
     extra: dict[str, Any] = {}
     if store is not None:
         extra["review"] = Review(store=store)
+    if limits is not None:
+        extra["limits"] = limits
     stack: Stack = await make_stack(
         name=name,
         guard=Guard(classifier=classifier),
@@ -355,21 +360,15 @@ async def test_a_replica_keeps_a_request_pending_that_another_replica_held(
 async def _limited_stack(
     make_stack: StackFactory, aiohttp_server: Any, fake: FakeClassifier
 ) -> Stack:
-    server = await aiohttp_server(fake.app())
-    classifier = Classifier(
-        provider="openai",
-        base_url=str(server.make_url("")).rstrip("/"),
-        pinned_model=PINNED,
-        api_key_env="GUARD_KEY",
-        # Longer than the inspection's limit: that limit is what must stop it.
-        timeout_ms=30_000,
-    )
-    stack: Stack = await make_stack(
-        guard=Guard(classifier=classifier),
+    # The classifier's own timeout is longer than the inspection's limit: that
+    # limit is what must stop it.
+    return await _stack(
+        make_stack,
+        aiohttp_server,
+        fake,
         limits=Limits(inspect_timeout_ms=300),
-        env={"GUARD_KEY": "guard-secret-key"},
+        classifier_timeout_ms=30_000,
     )
-    return stack
 
 
 async def _guard_failure(stack: Stack, text: str) -> float:
