@@ -16,6 +16,11 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml README.md constraints.txt ./
 COPY gateway ./gateway
+# A C compiler for the injection detector's compiled word split (the install
+# builds it; only this stage needs the compiler).
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 # Dependencies at the exact versions in constraints.txt, so an image built
 # later runs what was tested.
 RUN python -m venv /opt/reefgate \

@@ -204,8 +204,7 @@ def as_model(
 
 
 def score(model: inj_model._Model, norm: str) -> float:
-    toks = inj_text._tokens(norm)
-    return model.score(toks, set(toks))
+    return model.score(norm)
 
 
 def grouped_oof(rows: Sequence[Row]) -> list[float]:

@@ -8,6 +8,7 @@ the key words of all rule families, and each family reads that one view.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 from gateway.guard.detectors.injection.decoders import (
@@ -17,18 +18,27 @@ from gateway.guard.detectors.injection.decoders import (
     _hidden_instruction,
 )
 from gateway.guard.detectors.injection.hidden import _invisible_hits
-from gateway.guard.detectors.injection.literals import literal_hits
+from gateway.guard.detectors.injection.literals import LITERAL_WORDS, literal_hits
 from gateway.guard.detectors.injection.model import _MODEL, _MODEL_MIN_WORDS
-from gateway.guard.detectors.injection.phrases import _LEET_SPELLINGS, _PHRASE_WAYS, _phrase_hits
-from gateway.guard.detectors.injection.templates import _TEMPLATE_WAYS, _template_hits
+from gateway.guard.detectors.injection.phrases import (
+    _LEET_SPELLINGS,
+    _PHRASE_WAYS,
+    PHRASE_WORDS,
+    _phrase_hits,
+)
+from gateway.guard.detectors.injection.templates import (
+    _INST,
+    _TEMPLATE_WAYS,
+    TEMPLATE_WORDS,
+    _template_hits,
+)
 from gateway.guard.detectors.injection.text import (
-    _ASCII_SEP,
+    Vocabulary,
     _fold,
     _has_invisible,
     _normalise,
     _plain_punctuation,
     _split_words,
-    _tokens,
     _unescape,
 )
 from gateway.guard.detectors.injection.verdict import (
@@ -46,13 +56,25 @@ from gateway.guard.detectors.injection.verdict import (
 _KEYS: Final = (
     _PHRASE_WAYS.keys | _TEMPLATE_WAYS.keys | _ROT13_HINTS | _REVERSED_HINTS | _LEET_SPELLINGS
 )
+# Every word that a rule or the model may look for in a text's word set: the
+# rules and the model read only these, so a text is reduced to the ones it
+# holds (in C, without a str per word, when the extension is built).
+_VOCABULARY_WORDS: Final = (
+    _KEYS
+    | PHRASE_WORDS
+    | TEMPLATE_WORDS
+    | LITERAL_WORDS
+    | (_MODEL.words if _MODEL is not None else frozenset())
+)
+_VOCABULARY: Final = Vocabulary(_VOCABULARY_WORDS)
 # UTF-8 lead bytes of the blocks that hold kana, CJK ideographs and Hangul
 # (U+3000..U+DFFF): the literal rules for those languages run only if one occurs.
 _CJK_LEADS: Final = tuple(bytes([b]) for b in range(0xE3, 0xEE))
 
 
-def _rules(text: str) -> tuple[list[Hit], list[str], set[str]]:
-    """Rule hits, the words of the text and its distinct words."""
+def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], int, int]:
+    """Rule hits; the casefolded text, a set holding its words in
+    `_VOCABULARY`, its numbers of distinct words and of words."""
     if "\\" in text:
         # Tool results arrive as JSON or YAML strings: "\n" and "\"" would
         # otherwise glue words together and hide phrases across lines.
@@ -61,19 +83,20 @@ def _rules(text: str) -> tuple[list[Hit], list[str], set[str]]:
     cjk = False
     if text.isascii():
         low = text.lower()
-        toks = low.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+        words, distinct, count = _VOCABULARY.scan(low)
     elif (plain := _plain_punctuation(text)).isascii():
         # Typographic quotes and dashes in English: NFKC and casefolding
         # would leave these characters as they are, and then map them to
         # ASCII, so this is the same text at the cost of a few replaces.
         low = plain.lower()
-        toks = low.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+        words, distinct, count = _VOCABULARY.scan(low)
     else:
         invisible = _has_invisible(plain)
         low, low_raw = _fold(plain, invisible, plain=True)
         toks = _split_words(low, low_raw)
+        words = set(toks)
+        distinct, count = len(words), len(toks)
         cjk = any(map(low_raw.__contains__, _CJK_LEADS))
-    words = set(toks)
     # The rules test small word sets against `words`, so only the key words
     # need a pass over it; each lookup in a big set is a likely cache miss.
     present = _KEYS.intersection(words)
@@ -83,7 +106,7 @@ def _rules(text: str) -> tuple[list[Hit], list[str], set[str]]:
         hits, hidden = _invisible_hits(text)
     # Without a key word no phrase, template, leetspeak or rot13 rule can
     # match; only Llama's case-sensitive markers are left to look for.
-    if present or "inst" in words:
+    if present or _INST in words:
         hits.extend(_template_hits(text, low, words, present))
     if present:
         hits.extend(_phrase_hits(low, words, present))
@@ -97,7 +120,7 @@ def _rules(text: str) -> tuple[list[Hit], list[str], set[str]]:
             if _hidden_instruction(decoded):
                 hits.append(Hit("encoded_instruction", DENY, "encoded instruction", ""))
                 break
-    return hits, toks, words
+    return hits, low, words, distinct, count
 
 
 def rule_hits(text: str) -> list[tuple[str, str]]:
@@ -110,19 +133,18 @@ def model_score(text: str) -> float:
     """The statistical score alone, for benchmarks and threshold tuning."""
     if _MODEL is None:
         return 0.0
-    toks = _tokens(_normalise(text))
-    return _MODEL.score(toks, set(toks))
+    return _MODEL.score(_normalise(text))
 
 
 def assess(text: str) -> InjectionAssessment:
     """Classify one untrusted text segment."""
     if not text or text.isspace():
         return _ALLOW
-    hits, toks, words = _rules(text)
+    hits, low, words, distinct, count = _rules(text)
     level = max((h.level for h in hits), default=CUE)
     # Fewer distinct words than the model reads (in any window) score 0.
-    if _MODEL is not None and level < DENY and len(words) >= _MODEL_MIN_WORDS:
-        p = _MODEL.score(toks, words)
+    if _MODEL is not None and level < DENY and distinct >= _MODEL_MIN_WORDS:
+        p = _MODEL.score(low, words, distinct, count)
         if p >= _MODEL.deny_at:
             hits.append(Hit("model_score", DENY, f"classifier score {p:.2f}", ""))
         elif p >= _MODEL.review_at:

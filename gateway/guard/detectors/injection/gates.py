@@ -585,6 +585,15 @@ class _Ways:
     ways: tuple[_Way, ...]
     keys: frozenset[str]
 
+    @property
+    def words(self) -> frozenset[str]:
+        """Every word `live` may look for in a text's word set."""
+        out = set(self.keys)
+        for way in self.ways:
+            out |= way.singles
+            out.update(*way.any_of, *(ws for ws, _ in way.mixed))
+        return frozenset(out)
+
     @classmethod
     def of(cls, patterns: list[list[str]]) -> _Ways:
         owners = tuple((i, j) for i, alts in enumerate(patterns) for j in range(len(alts)))

@@ -270,6 +270,8 @@ def _leads(rule: _LiteralRule) -> tuple[str, ...]:
 
 _WITH_LEADS: Final = tuple((r, _leads(r)) for r in _ASCII_RULES)
 _CJK_WITH_LEADS: Final = tuple((r, _leads(r)) for r in _CJK_RULES)
+# Every word the literal rules may look for in a text's word set.
+LITERAL_WORDS: Final = frozenset().union(*(r.words for r in _RULES))
 
 
 def _search(rule: _LiteralRule, low: str) -> re.Match[str] | None:

@@ -73,6 +73,12 @@ _LEET_TRIGGERS: Final = frozenset(
     if w.isascii() and w.isalpha() and len(w) >= 4
 )
 _LEET_SPELLINGS: Final = _leet_spellings(_LEET_TRIGGERS)
+# Every word the phrase rules may look for in a text's word set.
+PHRASE_WORDS: Final = (
+    _PHRASE_WAYS.words
+    | _LEET_SPELLINGS
+    | frozenset().union(*(r.gate | r.starts for r in _PHRASE_RULES))
+)
 
 
 def _match_at_starts(alts: list[re.Pattern[str]], s: str, keys: list[str]) -> re.Match[str] | None:

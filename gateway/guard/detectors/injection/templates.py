@@ -94,6 +94,12 @@ _TEMPLATE_RULES: Final = (
 )
 _TEMPLATE_CHARS: Final = ("<", "[", ":", "#")
 _TEMPLATE_WAYS: Final = _Ways.of([_top_level(r.pattern.pattern) for r in _TEMPLATE_RULES])
+# Llama's [INST] markers are looked for when this word occurs.
+_INST: Final = "inst"
+# Every word the template rules may look for in a text's word set.
+TEMPLATE_WORDS: Final = (
+    _TEMPLATE_WAYS.words | frozenset().union(*(r.anchors for r in _TEMPLATE_RULES)) | {_INST}
+)
 
 
 def _search_windows(rule: _WindowRule, s: str, keys: list[str]) -> re.Match[str] | None:
@@ -148,7 +154,7 @@ def _template_hits(
                 break
     # "[INST]" is the word "inst" to the word split: a set lookup before
     # the case-sensitive search.
-    if not hits and "inst" in words and "INST]" in text:
+    if not hits and _INST in words and "INST]" in text:
         # Llama's markers are case-sensitive special tokens; lowercase
         # "[inst]" is ordinary code ("[inst] = ...") and must not match.
         if "[INST]" in text:

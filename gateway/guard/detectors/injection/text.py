@@ -9,9 +9,12 @@ byte searches say those can matter.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import unicodedata
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from typing import Final
 
 # Invisible characters an attacker uses to split trigger words or hide text.
@@ -199,6 +202,50 @@ def _split_words(low: str, raw: bytes) -> list[str]:
             # Emoji and other symbols glued to a word ("🔓jailbreak").
             words.extend(_WORD.findall(word))
     return words
+
+
+class _PyVocabulary:
+    """A fixed set of words to look for in ASCII text; `_wordset.Vocabulary` in C."""
+
+    __slots__ = ("_words",)
+
+    def __init__(self, words: Iterable[str]) -> None:
+        self._words = frozenset(words)
+
+    def scan(self, text: str, /) -> tuple[AbstractSet[str], int, int]:
+        """(a set holding the vocabulary's words in `text`, its number of
+        distinct words, its number of words); words are maximal runs of ASCII
+        letters and digits.
+
+        The set may hold other words of the text too: its readers look up
+        vocabulary words only. Here it holds them all, since the intersection
+        would cost more than it saves; in C, only the vocabulary's words
+        become str objects.
+        """
+        if not text.isascii():
+            raise ValueError("scan() takes ASCII text")
+        toks = text.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+        words = set(toks)
+        return words, len(words), len(toks)
+
+
+# The compiled scan is optional (built when the install finds a C compiler).
+# REEFGATE_NO_EXTENSION=1 when this module is first imported makes the
+# detector use the Python one, so that path is tested where both exist.
+NO_EXTENSION_ENV: Final = "REEFGATE_NO_EXTENSION"
+
+
+def _vocabulary_type() -> type[_PyVocabulary]:
+    if os.environ.get(NO_EXTENSION_ENV, "").strip() not in ("", "0"):
+        return _PyVocabulary
+    try:
+        from gateway.guard.detectors.injection._wordset import Vocabulary
+    except ImportError:
+        return _PyVocabulary
+    return Vocabulary  # type: ignore[return-value]
+
+
+Vocabulary: Final = _vocabulary_type()
 
 
 def _tokens(s: str) -> list[str]:
