@@ -200,7 +200,7 @@ def fit(rows: Sequence[Row]) -> tuple[float, dict[str, float]]:
 def as_model(
     bias: float, weights: dict[str, float], review: float, deny: float
 ) -> inj_model._Model:
-    return inj_model._Model(bias, weights, ALIASES, review, deny)
+    return inj_model._Model.of(bias, weights, ALIASES, review, deny)
 
 
 def score(model: inj_model._Model, norm: str) -> float:

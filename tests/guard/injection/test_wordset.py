@@ -28,6 +28,9 @@ from tests.vectors import corpora
 ASSESS = sys.modules["gateway.guard.detectors.injection.assess"]
 ASCII = st.characters(max_codepoint=127)
 WORDS = ["ignore", "previous", "x", "42", "a1b2", "Caps", "caf\u00e9", "two words", ""]
+WEIGHTS = {"ignore": 31_000, "x": -7, "llm": 9, "only": 5, "caf\u00e9": 3}
+ALIASES = {"gpt": "llm", "claude": "llm", "42": "x", "caf\u00e9": "x"}
+MODEL = ASSESS._MODEL
 
 
 def corpus_texts() -> list[str]:
@@ -36,24 +39,55 @@ def corpus_texts() -> list[str]:
     return texts
 
 
-def both(words: list[str], sample: str) -> None:
-    """The compiled scan finds the vocabulary's words among the Python scan's."""
-    known, distinct, count = Vocabulary(words).scan(sample)
-    every, py_distinct, py_count = text._PyVocabulary(words).scan(sample)
-    assert (known, distinct, count) == (every & set(words), py_distinct, py_count)
+def same(compiled: Vocabulary, python: text._PyVocabulary, words: list[str], sample: str) -> None:
+    """The compiled scan finds the listed words among the Python scan's,
+    with the same counts and weight sum."""
+    known, *counts = compiled.scan(sample)
+    every, *py_counts = python.scan(sample)
+    assert (known, counts) == (every & set(words), py_counts)
     assert all(type(w) is str for w in known)
 
 
+def both(
+    words: list[str],
+    sample: str,
+    weights: dict[str, int] | None = None,
+    aliases: dict[str, str] | None = None,
+) -> None:
+    same(
+        Vocabulary(words, weights, aliases),
+        text._PyVocabulary(words, weights, aliases),
+        words,
+        sample,
+    )
+
+
+SHORT = st.text(alphabet=ASCII, max_size=6)
+
+
 @settings(max_examples=300, deadline=None)
-@given(st.text(alphabet=ASCII), st.lists(st.text(alphabet=ASCII, max_size=6), max_size=30))
-def test_compiled_scan_is_the_python_scan(sample: str, words: list[str]) -> None:
-    both(words, sample)
+@given(
+    st.text(alphabet=ASCII),
+    st.lists(SHORT, max_size=30),
+    st.dictionaries(SHORT, st.integers(-(2**40), 2**40), max_size=10),
+    st.dictionaries(SHORT, SHORT, max_size=5),
+)
+def test_compiled_scan_is_the_python_scan(
+    sample: str, words: list[str], weights: dict[str, int], aliases: dict[str, str]
+) -> None:
+    both(words, sample, weights, aliases)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from([w for w in WORDS if w.isascii()] + [",", "\n", "_", "X"])))
+@given(
+    st.lists(
+        st.sampled_from(
+            [w for w in WORDS if w.isascii()] + [",", "\n", "_", "X", "gpt", "claude", "llm"]
+        )
+    )
+)
 def test_texts_made_of_vocabulary_words(parts: list[str]) -> None:
-    both(WORDS, "".join(parts))
+    both(WORDS, "".join(parts), WEIGHTS, ALIASES)
 
 
 @pytest.mark.parametrize(
@@ -65,12 +99,24 @@ def test_texts_made_of_vocabulary_words(parts: list[str]) -> None:
         "x",
         "Ignore   previous_instructions! 42 a1b2",
         "x" * 5000,
+        "gpt claude llm GPT x 42 only",
         # Far more distinct words than the table of seen words starts with.
         " ".join(f"w{i}" for i in range(5000)) + " ignore x 42",
     ],
 )
 def test_edges(sample: str) -> None:
     both(WORDS, sample)
+    both(WORDS, sample, WEIGHTS, ALIASES)
+
+
+def test_one_vocabulary_scans_text_after_text() -> None:
+    """The compiled scan keeps its table of words seen between scans (a
+    generation number empties it; one grown past its cap is replaced)."""
+    compiled = Vocabulary(WORDS, WEIGHTS, ALIASES)
+    python = text._PyVocabulary(WORDS, WEIGHTS, ALIASES)
+    huge = " ".join(f"w{i}" for i in range(70_000)) + " ignore gpt"
+    for sample in ["ignore x gpt", huge, "ignore x", "", huge[:5000], "claude llm 42 x"]:
+        same(compiled, python, WORDS, sample)
 
 
 def test_refuses_what_is_not_ascii_text() -> None:
@@ -79,17 +125,25 @@ def test_refuses_what_is_not_ascii_text() -> None:
             vocabulary(WORDS).scan("caf\u00e9")
     with pytest.raises(TypeError):
         Vocabulary(WORDS).scan(b"bytes")  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        Vocabulary([b"bytes"])  # type: ignore[list-item]
+    for vocabulary in (Vocabulary, text._PyVocabulary):
+        with pytest.raises(TypeError):
+            vocabulary([b"bytes"])  # type: ignore[list-item]
+        with pytest.raises(TypeError):
+            vocabulary(WORDS, {b"bytes": 1})  # type: ignore[dict-item]
+        with pytest.raises(TypeError):
+            vocabulary(WORDS, {"x": 1.5})  # type: ignore[dict-item]
 
 
 def test_corpora_scan_the_same_way() -> None:
+    assert MODEL is not None
     words = sorted(ASSESS._VOCABULARY_WORDS)
+    compiled = Vocabulary(words, MODEL.units, MODEL.aliases)
+    python = text._PyVocabulary(words, MODEL.units, MODEL.aliases)
     checked = 0
     for sample in corpus_texts():
         low = sample.lower()
         if low.isascii():
-            both(words, low)
+            same(compiled, python, words, low)
             checked += 1
     assert checked > 1000
 
@@ -97,9 +151,9 @@ def test_corpora_scan_the_same_way() -> None:
 class OnlyKnown(text._PyVocabulary):
     """The Python scan narrowed to the vocabulary, as the compiled one returns it."""
 
-    def scan(self, sample: str, /) -> tuple[AbstractSet[str], int, int]:
-        every, distinct, count = super().scan(sample)
-        return every & ASSESS._VOCABULARY_WORDS, distinct, count
+    def scan(self, sample: str, /) -> tuple[AbstractSet[str], int, int, int, int]:
+        every, *counts = super().scan(sample)
+        return every & ASSESS._VOCABULARY_WORDS, *counts  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize(
@@ -112,7 +166,10 @@ def test_the_same_assessments(
     turns = AgentTurns(variants=64)
     samples = [*corpus_texts(), *turns.users, *turns.tools]
     compiled = [assess(s) for s in samples]
-    monkeypatch.setattr(ASSESS, "_VOCABULARY", vocabulary(ASSESS._VOCABULARY_WORDS))
+    assert MODEL is not None
+    monkeypatch.setattr(
+        ASSESS, "_VOCABULARY", vocabulary(ASSESS._VOCABULARY_WORDS, MODEL.units, MODEL.aliases)
+    )
     assert [assess(s) for s in samples] == compiled
 
 

@@ -1,12 +1,15 @@
-/* The words of ASCII text that a fixed vocabulary knows, in one pass: what
- * the injection rules and model read from every text the guard sees.
+/* The words of ASCII text that a fixed vocabulary knows, and the sum of
+ * their model weights, in one pass: what the injection rules and model read
+ * from every text the guard sees.
  *
  * In Python the word set of a text costs an encode, a translate, a decode,
  * a split, a str object and a hash per word, and a set insertion per word;
- * the rules and the model then look up only a few thousand words in it.
- * Here the text's bytes are read once: each word is hashed in place, looked
- * up in the vocabulary's own table and counted in a table of the words seen,
- * and only the vocabulary's str objects (hashes cached) go into the result.
+ * the model then looks up each distinct word's weight. Here the text's bytes
+ * are read once: each word is hashed as it is read, looked up in the
+ * vocabulary's own table and counted in a table of the words seen; only the
+ * vocabulary's str objects (hashes cached) go into the result, and weights
+ * (integers, so that the order of the sum cannot change it) are summed once
+ * per distinct feature (a word, or the word its alias names).
  *
  * The result is exactly that of `text._PyVocabulary.scan` (a differential
  * test holds the two together): words are maximal runs of ASCII letters and
@@ -19,29 +22,24 @@
 
 static unsigned char is_word_byte[256];
 
-static uint64_t
-fnv1a(const unsigned char *s, Py_ssize_t n)
-{
-    uint64_t h = 14695981039346656037ULL;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        h ^= s[i];
-        h *= 1099511628211ULL;
-    }
-    return h;
-}
+#define FNV_OFFSET 14695981039346656037ULL
+#define FNV_PRIME 1099511628211ULL
 
+/* Open addressing with linear probing; capacity a power of two, at most half
+ * full. A slot is in use when its `gen` is the table's current one, so a
+ * table is emptied by a new generation instead of by zeroing it. */
 typedef struct {
     uint64_t hash;
-    const unsigned char *data; /* NULL: empty slot */
+    uint64_t gen;
+    const unsigned char *data;
     Py_ssize_t len;
-    PyObject *word; /* the vocabulary's str; unused in the table of words seen */
 } Slot;
 
-/* Open addressing with linear probing; capacity a power of two, at most half full. */
 typedef struct {
     Slot *slots;
     size_t mask;
     size_t used;
+    uint64_t gen;
 } Table;
 
 static Slot *
@@ -50,7 +48,7 @@ table_find(const Table *t, uint64_t hash, const unsigned char *data, Py_ssize_t 
     size_t i = (size_t)hash & t->mask;
     for (;;) {
         Slot *slot = &t->slots[i];
-        if (slot->data == NULL
+        if (slot->gen != t->gen
             || (slot->hash == hash && slot->len == len && memcmp(slot->data, data, len) == 0)) {
             return slot;
         }
@@ -59,99 +57,218 @@ table_find(const Table *t, uint64_t hash, const unsigned char *data, Py_ssize_t 
 }
 
 static int
-table_grow(Table *t, Slot *inline_slots)
+table_init(Table *t, size_t capacity)
 {
-    size_t capacity = (t->mask + 1) * 2;
-    Slot *slots = PyMem_Calloc(capacity, sizeof(Slot));
-    if (slots == NULL) {
+    /* Zeroed slots have generation 0; a table's generations start at 1. */
+    t->slots = PyMem_Calloc(capacity, sizeof(Slot));
+    if (t->slots == NULL) {
         PyErr_NoMemory();
         return -1;
     }
-    Table grown = {slots, capacity - 1, t->used};
+    t->mask = capacity - 1;
+    t->used = 0;
+    t->gen = 1;
+    return 0;
+}
+
+static int
+table_grow(Table *t)
+{
+    Table grown;
+    if (table_init(&grown, (t->mask + 1) * 2) < 0) {
+        return -1;
+    }
     for (size_t i = 0; i <= t->mask; i++) {
         Slot *old = &t->slots[i];
-        if (old->data != NULL) {
-            *table_find(&grown, old->hash, old->data, old->len) = *old;
+        if (old->gen == t->gen) {
+            *table_find(&grown, old->hash, old->data, old->len) = (Slot){old->hash, grown.gen, old->data, old->len};
         }
     }
-    if (t->slots != inline_slots) {
-        PyMem_Free(t->slots);
-    }
+    grown.used = t->used;
+    PyMem_Free(t->slots);
     *t = grown;
     return 0;
 }
 
+/* What the vocabulary knows of a word. */
+typedef struct {
+    PyObject *word;
+    int listed; /* a word of `words` (the others only carry weights and aliases) */
+    long long weight; /* of the feature this entry stands for */
+    Py_ssize_t feature; /* index of the entry whose weight counts for this word */
+    uint64_t counted; /* scan number in which its feature was last counted */
+} Entry;
+
+#define SEEN_START 512
+#define SEEN_KEEP 65536 /* a larger table of words seen is not kept between scans */
+
 typedef struct {
     PyObject_HEAD
-    Table table;
-    PyObject *words; /* tuple holding the str objects the table points into */
+    Table table; /* vocabulary words; slot i describes entries[i] */
+    Entry *entries;
+    PyObject *words; /* keeps the str objects the tables point into */
+    Table seen; /* the words of the text being read */
+    uint64_t scans;
 } Vocabulary;
 
 static void
 vocabulary_dealloc(Vocabulary *self)
 {
     PyMem_Free(self->table.slots);
+    PyMem_Free(self->entries);
+    PyMem_Free(self->seen.slots);
     Py_XDECREF(self->words);
     Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static uint64_t
+fnv1a(const unsigned char *s, Py_ssize_t n)
+{
+    uint64_t h = FNV_OFFSET;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h = (h ^ s[i]) * FNV_PRIME;
+    }
+    return h;
+}
+
+/* The entry for `word`, added if it is new: its index, or -1 if the word
+ * cannot occur in ASCII text (-2 with an exception set). */
+static Py_ssize_t
+vocabulary_add(Vocabulary *self, PyObject *word)
+{
+    if (!PyUnicode_Check(word)) {
+        PyErr_SetString(PyExc_TypeError, "Vocabulary() takes str words");
+        return -2;
+    }
+    if (!PyUnicode_IS_ASCII(word)) {
+        return -1;
+    }
+    const unsigned char *data = PyUnicode_1BYTE_DATA(word);
+    Py_ssize_t len = PyUnicode_GET_LENGTH(word);
+    uint64_t hash = fnv1a(data, len);
+    Slot *slot = table_find(&self->table, hash, data, len);
+    Py_ssize_t index = slot - self->table.slots;
+    if (slot->gen != self->table.gen) {
+        *slot = (Slot){hash, self->table.gen, data, len};
+        self->table.used++;
+        self->entries[index] = (Entry){word, 0, 0, index, 0};
+    }
+    return index;
 }
 
 static PyObject *
 vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    PyObject *iterable;
-    static char *kwlist[] = {"words", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O:Vocabulary", kwlist, &iterable)) {
+    PyObject *iterable, *weights = NULL, *aliases = NULL;
+    static char *kwlist[] = {"words", "weights", "aliases", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|OO:Vocabulary", kwlist, &iterable, &weights,
+                                     &aliases)) {
         return NULL;
     }
-    PyObject *unique = PySet_New(iterable);
-    if (unique == NULL) {
+    weights = weights == Py_None ? NULL : weights;
+    aliases = aliases == Py_None ? NULL : aliases;
+    if ((weights != NULL && !PyDict_Check(weights)) || (aliases != NULL && !PyDict_Check(aliases))) {
+        PyErr_SetString(PyExc_TypeError, "Vocabulary() takes dicts of weights and aliases");
         return NULL;
+    }
+    PyObject *listed = PySet_New(iterable);
+    if (listed == NULL) {
+        return NULL;
+    }
+    /* The table holds every word a weight or an alias names too. */
+    PyObject *unique = PySet_New(listed);
+    if (unique == NULL) {
+        Py_DECREF(listed);
+        return NULL;
+    }
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (weights != NULL && PyDict_Next(weights, &pos, &key, &value)) {
+        if (PySet_Add(unique, key) < 0) {
+            goto fail_sets;
+        }
+    }
+    pos = 0;
+    while (aliases != NULL && PyDict_Next(aliases, &pos, &key, &value)) {
+        if (PySet_Add(unique, key) < 0 || PySet_Add(unique, value) < 0) {
+            goto fail_sets;
+        }
     }
     PyObject *words = PySequence_Tuple(unique);
     Py_DECREF(unique);
+    unique = NULL;
     if (words == NULL) {
-        return NULL;
+        goto fail_sets;
     }
+    Vocabulary *self = (Vocabulary *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        Py_DECREF(words);
+        goto fail_sets;
+    }
+    self->words = words;
     Py_ssize_t n = PyTuple_GET_SIZE(words);
     size_t capacity = 16;
     while (capacity < (size_t)n * 2 + 2) {
         capacity *= 2;
     }
-    Slot *slots = PyMem_Calloc(capacity, sizeof(Slot));
-    if (slots == NULL) {
-        Py_DECREF(words);
-        return PyErr_NoMemory();
+    self->entries = PyMem_Calloc(capacity, sizeof(Entry));
+    if (self->entries == NULL || table_init(&self->table, capacity) < 0
+        || table_init(&self->seen, SEEN_START) < 0) {
+        if (!PyErr_Occurred()) {
+            PyErr_NoMemory();
+        }
+        goto fail;
     }
-    Vocabulary *self = (Vocabulary *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        PyMem_Free(slots);
-        Py_DECREF(words);
-        return NULL;
-    }
-    self->table = (Table){slots, capacity - 1, 0};
-    self->words = words;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *word = PyTuple_GET_ITEM(words, i);
-        if (!PyUnicode_Check(word)) {
-            PyErr_SetString(PyExc_TypeError, "Vocabulary() takes str words");
-            Py_DECREF(self);
-            return NULL;
+        Py_ssize_t index = vocabulary_add(self, word);
+        if (index == -2) {
+            goto fail;
         }
-        /* Only ASCII words can occur in the ASCII text this reads. */
-        if (!PyUnicode_IS_ASCII(word)) {
-            continue;
+        if (index >= 0) {
+            int is_listed = PySet_Contains(listed, word);
+            if (is_listed < 0) {
+                goto fail;
+            }
+            self->entries[index].listed = is_listed;
         }
-        const unsigned char *data = PyUnicode_1BYTE_DATA(word);
-        Py_ssize_t len = PyUnicode_GET_LENGTH(word);
-        uint64_t hash = fnv1a(data, len);
-        Slot *slot = table_find(&self->table, hash, data, len);
-        *slot = (Slot){hash, data, len, word};
-        self->table.used++;
+    }
+    Py_CLEAR(listed);
+    pos = 0;
+    while (weights != NULL && PyDict_Next(weights, &pos, &key, &value)) {
+        long long weight = PyLong_AsLongLong(value);
+        if (weight == -1 && PyErr_Occurred()) {
+            goto fail;
+        }
+        Py_ssize_t index = vocabulary_add(self, key);
+        if (index == -2) {
+            goto fail;
+        }
+        if (index >= 0) {
+            self->entries[index].weight = weight;
+        }
+    }
+    pos = 0;
+    while (aliases != NULL && PyDict_Next(aliases, &pos, &key, &value)) {
+        Py_ssize_t index = vocabulary_add(self, key);
+        Py_ssize_t target = vocabulary_add(self, value);
+        if (index == -2 || target == -2) {
+            goto fail;
+        }
+        if (index >= 0 && target >= 0) {
+            self->entries[index].feature = target;
+        }
     }
     return (PyObject *)self;
+fail:
+    Py_XDECREF(listed);
+    Py_DECREF(self);
+    return NULL;
+fail_sets:
+    Py_XDECREF(unique);
+    Py_DECREF(listed);
+    return NULL;
 }
-
-#define SEEN_INLINE 256
 
 static PyObject *
 vocabulary_scan(Vocabulary *self, PyObject *text)
@@ -170,10 +287,16 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     if (known == NULL) {
         return NULL;
     }
-    Slot inline_slots[SEEN_INLINE];
-    memset(inline_slots, 0, sizeof(inline_slots));
-    Table seen = {inline_slots, SEEN_INLINE - 1, 0};
-    Py_ssize_t count = 0;
+    Table *seen = &self->seen;
+    if (seen->slots == NULL && table_init(seen, SEEN_START) < 0) {
+        Py_DECREF(known);
+        return NULL;
+    }
+    seen->gen++;
+    seen->used = 0;
+    uint64_t scan = ++self->scans;
+    Py_ssize_t count = 0, known_words = 0, known_features = 0;
+    long long total = 0;
     Py_ssize_t i = 0;
     for (;;) {
         while (i < n && !is_word_byte[s[i]]) {
@@ -183,33 +306,46 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             break;
         }
         Py_ssize_t start = i;
+        uint64_t hash = FNV_OFFSET;
         while (i < n && is_word_byte[s[i]]) {
+            hash = (hash ^ s[i]) * FNV_PRIME;
             i++;
         }
         count++;
         Py_ssize_t len = i - start;
-        uint64_t hash = fnv1a(s + start, len);
-        Slot *slot = table_find(&seen, hash, s + start, len);
-        if (slot->data != NULL) {
+        Slot *slot = table_find(seen, hash, s + start, len);
+        if (slot->gen == seen->gen) {
             continue; /* seen before: counted, and looked up already */
         }
-        *slot = (Slot){hash, s + start, len, NULL};
-        Slot *entry = table_find(&self->table, hash, s + start, len);
-        if (entry->data != NULL && PySet_Add(known, entry->word) < 0) {
-            goto error;
+        *slot = (Slot){hash, seen->gen, s + start, len};
+        Slot *at = table_find(&self->table, hash, s + start, len);
+        if (at->gen == self->table.gen) {
+            Entry *entry = &self->entries[at - self->table.slots];
+            if (entry->listed && PySet_Add(known, entry->word) < 0) {
+                goto error;
+            }
+            known_words++;
+            Entry *feature = &self->entries[entry->feature];
+            if (feature->counted != scan) {
+                feature->counted = scan;
+                known_features++;
+                total += feature->weight;
+            }
         }
-        if (++seen.used * 2 > seen.mask + 1 && table_grow(&seen, inline_slots) < 0) {
+        if (++seen->used * 2 > seen->mask + 1 && table_grow(seen) < 0) {
             goto error;
         }
     }
-    if (seen.slots != inline_slots) {
-        PyMem_Free(seen.slots);
+    Py_ssize_t distinct = (Py_ssize_t)seen->used;
+    if (seen->mask + 1 > SEEN_KEEP) {
+        PyMem_Free(seen->slots);
+        if (table_init(seen, SEEN_START) < 0) {
+            goto error; /* the next scan retries */
+        }
     }
-    return Py_BuildValue("(Nnn)", known, (Py_ssize_t)seen.used, count);
+    return Py_BuildValue("(NnnnL)", known, distinct, count,
+                         distinct - known_words + known_features, total);
 error:
-    if (seen.slots != inline_slots) {
-        PyMem_Free(seen.slots);
-    }
     Py_DECREF(known);
     return NULL;
 }
@@ -217,16 +353,20 @@ error:
 static PyMethodDef vocabulary_methods[] = {
     {"scan", (PyCFunction)vocabulary_scan, METH_O,
      "scan(text, /)\n--\n\n"
-     "(the vocabulary's words that occur in text, the number of distinct words,\n"
-     "the number of words) of ASCII text, whose words are maximal runs of ASCII\n"
-     "letters and digits. ValueError for text that is not ASCII."},
+     "(the vocabulary's words in text, its number of distinct words, its number\n"
+     "of words, its number of distinct features, the sum of their weights) for\n"
+     "ASCII text, whose words are maximal runs of ASCII letters and digits. A\n"
+     "feature is a word, or the word its alias names. ValueError for text that\n"
+     "is not ASCII."},
     {NULL, NULL, 0, NULL},
 };
 
 static PyTypeObject VocabularyType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "gateway.guard.detectors.injection._wordset.Vocabulary",
-    .tp_doc = "Vocabulary(words)\n--\n\nA fixed set of words to look for in ASCII text.",
+    .tp_doc = "Vocabulary(words, weights=None, aliases=None)\n--\n\n"
+              "A fixed set of words to look for in ASCII text, with integer weights\n"
+              "and aliases (word -> the word whose weight it takes).",
     .tp_basicsize = sizeof(Vocabulary),
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = vocabulary_new,
@@ -237,7 +377,7 @@ static PyTypeObject VocabularyType = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_wordset",
-    .m_doc = "The injection detector's word split, compiled.",
+    .m_doc = "The injection detector's word scan, compiled.",
     .m_size = -1,
 };
 

@@ -1,5 +1,11 @@
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 
 class Vocabulary:
-    def __init__(self, words: Iterable[str]) -> None: ...
-    def scan(self, text: str, /) -> tuple[set[str], int, int]: ...
+    def __init__(
+        self,
+        words: Iterable[str],
+        weights: Mapping[str, int] | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ) -> None: ...
+    def scan(self, text: str, /) -> tuple[AbstractSet[str], int, int, int, int]: ...

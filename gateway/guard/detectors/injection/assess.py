@@ -40,6 +40,7 @@ from gateway.guard.detectors.injection.text import (
     _plain_punctuation,
     _split_words,
     _unescape,
+    feature_sum,
 )
 from gateway.guard.detectors.injection.verdict import (
     _ALLOW,
@@ -59,22 +60,31 @@ _KEYS: Final = (
 # Every word that a rule or the model may look for in a text's word set: the
 # rules and the model read only these, so a text is reduced to the ones it
 # holds (in C, without a str per word, when the extension is built).
-_VOCABULARY_WORDS: Final = (
-    _KEYS
-    | PHRASE_WORDS
-    | TEMPLATE_WORDS
-    | LITERAL_WORDS
-    | (_MODEL.words if _MODEL is not None else frozenset())
+_VOCABULARY_WORDS: Final = _KEYS | PHRASE_WORDS | TEMPLATE_WORDS | LITERAL_WORDS
+_VOCABULARY: Final = Vocabulary(
+    _VOCABULARY_WORDS,
+    _MODEL.units if _MODEL is not None else None,
+    _MODEL.aliases if _MODEL is not None else None,
 )
-_VOCABULARY: Final = Vocabulary(_VOCABULARY_WORDS)
+# Of a text: its numbers of distinct words, of words and of distinct model
+# features, and the sum of the features' weights (see `model`).
+_Counts = tuple[int, int, int, int]
+
+
+def _features(words: AbstractSet[str]) -> tuple[int, int]:
+    if _MODEL is None:
+        return len(words), 0
+    return feature_sum(words, _MODEL.units, _MODEL.aliases)
+
+
 # UTF-8 lead bytes of the blocks that hold kana, CJK ideographs and Hangul
 # (U+3000..U+DFFF): the literal rules for those languages run only if one occurs.
 _CJK_LEADS: Final = tuple(bytes([b]) for b in range(0xE3, 0xEE))
 
 
-def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], int, int]:
+def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], _Counts]:
     """Rule hits; the casefolded text, a set holding its words in
-    `_VOCABULARY`, its numbers of distinct words and of words."""
+    `_VOCABULARY`, and what the model reads of it (`_Counts`)."""
     if "\\" in text:
         # Tool results arrive as JSON or YAML strings: "\n" and "\"" would
         # otherwise glue words together and hide phrases across lines.
@@ -83,19 +93,19 @@ def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], int, int]:
     cjk = False
     if text.isascii():
         low = text.lower()
-        words, distinct, count = _VOCABULARY.scan(low)
+        words, *counts = _VOCABULARY.scan(low)
     elif (plain := _plain_punctuation(text)).isascii():
         # Typographic quotes and dashes in English: NFKC and casefolding
         # would leave these characters as they are, and then map them to
         # ASCII, so this is the same text at the cost of a few replaces.
         low = plain.lower()
-        words, distinct, count = _VOCABULARY.scan(low)
+        words, *counts = _VOCABULARY.scan(low)
     else:
         invisible = _has_invisible(plain)
         low, low_raw = _fold(plain, invisible, plain=True)
         toks = _split_words(low, low_raw)
         words = set(toks)
-        distinct, count = len(words), len(toks)
+        counts = [len(words), len(toks), *_features(words)]
         cjk = any(map(low_raw.__contains__, _CJK_LEADS))
     # The rules test small word sets against `words`, so only the key words
     # need a pass over it; each lookup in a big set is a likely cache miss.
@@ -120,7 +130,8 @@ def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], int, int]:
             if _hidden_instruction(decoded):
                 hits.append(Hit("encoded_instruction", DENY, "encoded instruction", ""))
                 break
-    return hits, low, words, distinct, count
+    distinct, count, features, total = counts
+    return hits, low, words, (distinct, count, features, total)
 
 
 def rule_hits(text: str) -> list[tuple[str, str]]:
@@ -140,11 +151,11 @@ def assess(text: str) -> InjectionAssessment:
     """Classify one untrusted text segment."""
     if not text or text.isspace():
         return _ALLOW
-    hits, low, words, distinct, count = _rules(text)
+    hits, low, _, counts = _rules(text)
     level = max((h.level for h in hits), default=CUE)
     # Fewer distinct words than the model reads (in any window) score 0.
-    if _MODEL is not None and level < DENY and distinct >= _MODEL_MIN_WORDS:
-        p = _MODEL.score(low, words, distinct, count)
+    if _MODEL is not None and level < DENY and counts[0] >= _MODEL_MIN_WORDS:
+        p = _MODEL.score(low, counts)
         if p >= _MODEL.deny_at:
             hits.append(Hit("model_score", DENY, f"classifier score {p:.2f}", ""))
         elif p >= _MODEL.review_at:

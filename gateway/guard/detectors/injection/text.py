@@ -13,8 +13,9 @@ import os
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
+from itertools import repeat
 from typing import Final
 
 # Invisible characters an attacker uses to split trigger words or hide text.
@@ -204,17 +205,42 @@ def _split_words(low: str, raw: bytes) -> list[str]:
     return words
 
 
+def feature_sum(
+    words: AbstractSet[str], weights: Mapping[str, int], aliases: Mapping[str, str]
+) -> tuple[int, int]:
+    """(number of distinct features, sum of their weights) of a word set: a
+    feature is a word, or the word its alias names."""
+    if aliases and not aliases.keys().isdisjoint(words):
+        words = {aliases.get(w, w) for w in words}
+    return len(words), sum(map(weights.get, words, repeat(0)))
+
+
 class _PyVocabulary:
-    """A fixed set of words to look for in ASCII text; `_wordset.Vocabulary` in C."""
+    """A fixed set of words to look for in ASCII text, with integer weights
+    and aliases (word -> the word whose weight it takes); `_wordset.Vocabulary`
+    in C. The words that weights and aliases name are vocabulary words too.
+    """
 
-    __slots__ = ("_words",)
+    __slots__ = ("_aliases", "_weights")
 
-    def __init__(self, words: Iterable[str]) -> None:
-        self._words = frozenset(words)
+    def __init__(
+        self,
+        words: Iterable[str],
+        weights: Mapping[str, int] | None = None,
+        aliases: Mapping[str, str] | None = None,
+    ) -> None:
+        for word in (*words, *(weights or {}), *(aliases or {}), *(aliases or {}).values()):
+            if not isinstance(word, str):
+                raise TypeError("Vocabulary() takes str words")
+        if not all(isinstance(v, int) for v in (weights or {}).values()):
+            raise TypeError("Vocabulary() takes integer weights")
+        self._weights = dict(weights or {})
+        self._aliases = dict(aliases or {})
 
-    def scan(self, text: str, /) -> tuple[AbstractSet[str], int, int]:
+    def scan(self, text: str, /) -> tuple[AbstractSet[str], int, int, int, int]:
         """(a set holding the vocabulary's words in `text`, its number of
-        distinct words, its number of words); words are maximal runs of ASCII
+        distinct words, its number of words, its number of distinct
+        features, the sum of their weights); words are maximal runs of ASCII
         letters and digits.
 
         The set may hold other words of the text too: its readers look up
@@ -226,7 +252,8 @@ class _PyVocabulary:
             raise ValueError("scan() takes ASCII text")
         toks = text.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
         words = set(toks)
-        return words, len(words), len(toks)
+        features, total = feature_sum(words, self._weights, self._aliases)
+        return words, len(words), len(toks), features, total
 
 
 # The compiled scan is optional (built when the install finds a C compiler).
