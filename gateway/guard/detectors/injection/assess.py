@@ -57,9 +57,9 @@ from gateway.guard.detectors.injection.verdict import (
 _KEYS: Final = (
     _PHRASE_WAYS.keys | _TEMPLATE_WAYS.keys | _ROT13_HINTS | _REVERSED_HINTS | _LEET_SPELLINGS
 )
-# Every word that a rule or the model may look for in a text's word set: the
-# rules and the model read only these, so a text is reduced to the ones it
-# holds (in C, without a str per word, when the extension is built).
+# Every word a rule may look for in a text's word set: the rules read only
+# these, so a text is reduced to the ones it holds (in C, without a str per
+# word, when the extension is built). The same pass sums the model's weights.
 _VOCABULARY_WORDS: Final = _KEYS | PHRASE_WORDS | TEMPLATE_WORDS | LITERAL_WORDS
 _VOCABULARY: Final = Vocabulary(
     _VOCABULARY_WORDS,
@@ -83,8 +83,8 @@ _CJK_LEADS: Final = tuple(bytes([b]) for b in range(0xE3, 0xEE))
 
 
 def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], _Counts]:
-    """Rule hits; the casefolded text, a set holding its words in
-    `_VOCABULARY`, and what the model reads of it (`_Counts`)."""
+    """Rule hits; the casefolded text, a set holding its words among
+    `_VOCABULARY_WORDS`, and what the model reads of it (`_Counts`)."""
     if "\\" in text:
         # Tool results arrive as JSON or YAML strings: "\n" and "\"" would
         # otherwise glue words together and hide phrases across lines.

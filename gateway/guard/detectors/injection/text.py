@@ -216,10 +216,9 @@ def feature_sum(
 
 
 class _PyVocabulary:
-    """A fixed set of words to look for in ASCII text, with integer weights
-    and aliases (word -> the word whose weight it takes); `_wordset.Vocabulary`
-    in C. The words that weights and aliases name are vocabulary words too.
-    """
+    """Words to look for in ASCII text, and integer weights and aliases (word
+    -> the word whose weight it takes) to sum as it is read;
+    `_wordset.Vocabulary` in C."""
 
     __slots__ = ("_aliases", "_weights")
 
@@ -238,15 +237,15 @@ class _PyVocabulary:
         self._aliases = dict(aliases or {})
 
     def scan(self, text: str, /) -> tuple[AbstractSet[str], int, int, int, int]:
-        """(a set holding the vocabulary's words in `text`, its number of
-        distinct words, its number of words, its number of distinct
+        """(a set holding those of `words` that occur in `text`, its number
+        of distinct words, its number of words, its number of distinct
         features, the sum of their weights); words are maximal runs of ASCII
         letters and digits.
 
         The set may hold other words of the text too: its readers look up
-        vocabulary words only. Here it holds them all, since the intersection
-        would cost more than it saves; in C, only the vocabulary's words
-        become str objects.
+        only `words`. Here it holds them all, since the intersection would
+        cost more than it saves; in C, only those of `words` become str
+        objects.
         """
         if not text.isascii():
             raise ValueError("scan() takes ASCII text")
