@@ -5,7 +5,7 @@
  * In Python the word set of a text costs an encode, a translate, a decode,
  * a split, a str object and a hash per word, and a set insertion per word;
  * the model then looks up each distinct word's weight. Here the text's bytes
- * are read once: each word is hashed as it is read, looked up in the
+ * are read once: each word is hashed in place, looked up in the
  * vocabulary's own table and counted in a table of the words seen; only the
  * vocabulary's str objects (hashes cached) go into the result, and weights
  * (integers, so that the order of the sum cannot change it) are summed once
@@ -22,8 +22,15 @@
 
 static unsigned char is_word_byte[256];
 
-#define FNV_OFFSET 14695981039346656037ULL
-#define FNV_PRIME 1099511628211ULL
+/* The interpreter's keyed hash (SipHash, secret per process), the one str
+ * hashes use: the words are the client's, and with an unkeyed hash a client
+ * could send words that all land on one chain of the table of words seen,
+ * making the scan quadratic in the text's size. */
+#if PY_VERSION_HEX >= 0x030E0000
+#define HASH_BYTES(data, len) ((uint64_t)Py_HashBuffer((data), (len)))
+#else
+#define HASH_BYTES(data, len) ((uint64_t)_Py_HashBytes((data), (len)))
+#endif
 
 /* Open addressing with linear probing; capacity a power of two, at most half
  * full. A slot is in use when its `gen` is the table's current one, so a
@@ -121,16 +128,6 @@ vocabulary_dealloc(Vocabulary *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static uint64_t
-fnv1a(const unsigned char *s, Py_ssize_t n)
-{
-    uint64_t h = FNV_OFFSET;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        h = (h ^ s[i]) * FNV_PRIME;
-    }
-    return h;
-}
-
 /* The entry for `word`, added if it is new: its index, or -1 if the word
  * cannot occur in ASCII text (-2 with an exception set). */
 static Py_ssize_t
@@ -145,7 +142,7 @@ vocabulary_add(Vocabulary *self, PyObject *word)
     }
     const unsigned char *data = PyUnicode_1BYTE_DATA(word);
     Py_ssize_t len = PyUnicode_GET_LENGTH(word);
-    uint64_t hash = fnv1a(data, len);
+    uint64_t hash = HASH_BYTES(data, len);
     Slot *slot = table_find(&self->table, hash, data, len);
     Py_ssize_t index = slot - self->table.slots;
     if (slot->gen != self->table.gen) {
@@ -306,13 +303,12 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             break;
         }
         Py_ssize_t start = i;
-        uint64_t hash = FNV_OFFSET;
         while (i < n && is_word_byte[s[i]]) {
-            hash = (hash ^ s[i]) * FNV_PRIME;
             i++;
         }
         count++;
         Py_ssize_t len = i - start;
+        uint64_t hash = HASH_BYTES(s + start, len);
         Slot *slot = table_find(seen, hash, s + start, len);
         if (slot->gen == seen->gen) {
             continue; /* seen before: counted, and looked up already */
