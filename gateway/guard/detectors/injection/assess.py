@@ -93,19 +93,20 @@ def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], _Counts]:
     cjk = False
     if text.isascii():
         low = text.lower()
-        words, *counts = _VOCABULARY.scan(low)
+        words, distinct, count, features, total = _VOCABULARY.scan(low)
     elif (plain := _plain_punctuation(text)).isascii():
         # Typographic quotes and dashes in English: NFKC and casefolding
         # would leave these characters as they are, and then map them to
         # ASCII, so this is the same text at the cost of a few replaces.
         low = plain.lower()
-        words, *counts = _VOCABULARY.scan(low)
+        words, distinct, count, features, total = _VOCABULARY.scan(low)
     else:
         invisible = _has_invisible(plain)
         low, low_raw = _fold(plain, invisible, plain=True)
         toks = _split_words(low, low_raw)
         words = set(toks)
-        counts = [len(words), len(toks), *_features(words)]
+        distinct, count = len(words), len(toks)
+        features, total = _features(words)
         cjk = any(map(low_raw.__contains__, _CJK_LEADS))
     # The rules test small word sets against `words`, so only the key words
     # need a pass over it; each lookup in a big set is a likely cache miss.
@@ -130,7 +131,6 @@ def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], _Counts]:
             if _hidden_instruction(decoded):
                 hits.append(Hit("encoded_instruction", DENY, "encoded instruction", ""))
                 break
-    distinct, count, features, total = counts
     return hits, low, words, (distinct, count, features, total)
 
 

@@ -249,7 +249,7 @@ class _PyVocabulary:
         """
         if not text.isascii():
             raise ValueError("scan() takes ASCII text")
-        toks = text.encode("ascii").translate(_ASCII_SEP).decode("ascii").split()
+        toks = _tokens(text)
         words = set(toks)
         features, total = feature_sum(words, self._weights, self._aliases)
         return words, len(words), len(toks), features, total
