@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -114,8 +115,14 @@ async def _until_refused(host: str, port: int) -> None:
             _, writer = await asyncio.open_connection(host, port)
         except ConnectionRefusedError:
             return
-        writer.close()
-        await writer.wait_closed()
+        except ConnectionResetError:
+            # The connection sat in the backlog of a listener that closed: not
+            # yet a refusal, so try again.
+            pass
+        else:
+            writer.close()
+            with contextlib.suppress(ConnectionResetError):
+                await writer.wait_closed()
         assert time.monotonic() < deadline, "the listener still accepts connections"
         await asyncio.sleep(0.01)
 
