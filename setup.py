@@ -1,7 +1,9 @@
-"""The one compiled module; everything else about the package is in pyproject.toml.
+"""The compiled modules; everything else about the package is in pyproject.toml.
 
-The injection detector's word scan in C is optional: without a C compiler the
-install goes on and the detector scans in Python, with the same verdicts.
+Both are optional: without a C compiler the install goes on and the
+detectors run their Python twins, with the same verdicts. They are the
+injection detector's word scan and the first step of unwrapping (the gate
+that lets plainly clean text through).
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
 """
@@ -14,6 +16,11 @@ setup(
             "gateway.guard.detectors.injection._wordset",
             ["gateway/guard/detectors/injection/_wordset.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "gateway.guard.detectors._unwrap_gate",
+            ["gateway/guard/detectors/_unwrap_gate.c"],
+            optional=True,
+        ),
     ]
 )

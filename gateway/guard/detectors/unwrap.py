@@ -64,6 +64,7 @@ from urllib.parse import unquote_to_bytes
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import load_der_private_key
 
+from gateway.guard.detectors import compiled
 from gateway.guard.findings import Finding
 
 __all__ = [
@@ -155,19 +156,34 @@ def _key_spans(findings: list[Finding]) -> list[tuple[int, int]]:
 def find(text: str, scan: Scan) -> list[tuple[str, str]]:
     """(kind, value) for each secret `scan` finds in ``text`` or in a view derived from it."""
     findings = scan(text)
-    # The gates of every step at once: clean text stops here. ASCII text needs
-    # no normalisation, so without escapes only its base64 and hex runs could
-    # make a view; tool output is full of runs (hashes, ids, paths, names) that
-    # `_blocks` turns away before decoding, and `_quiet` makes the same
-    # judgement without the rest of the walk.
-    img = None
-    escapes = True
-    if text.isascii():
-        img = text.encode("ascii").translate(_IMAGE)
-        escapes = _has_escapes(text)
-        if not escapes and ((at := img.find(_NEED)) < 0 or _quiet(text, img, at)):
-            return [(f.kind, text[f.start : f.end]) for f in findings]
-    return _walk(text, findings, scan, img, escapes).found
+    if (_compiled_clean is not None and _compiled_clean(text)) or _clean(text):
+        return [(f.kind, text[f.start : f.end]) for f in findings]
+    return _walk(text, findings, scan).found
+
+
+def _clean(text: str) -> bool:
+    """Whether the walk of ``text`` would make no view: the gates of every step at once.
+
+    ASCII text needs no normalisation, so without escapes only its base64 and
+    hex runs could make a view; tool output is full of runs (hashes, ids,
+    paths, names) that `_blocks` turns away before decoding, and `_quiet`
+    makes the same judgement without the rest of the walk.
+    """
+    if not text.isascii() or _has_escapes(text):
+        return False
+    img = text.encode("ascii").translate(_IMAGE)
+    return (at := img.find(_NEED)) < 0 or _quiet(text, img, at)
+
+
+def _compiled_gate() -> Callable[[str], bool] | None:
+    # `_clean` in C, in one pass over the text: True only where `_clean` is;
+    # it leaves the runs that need `_quiet`'s line-break test (CamelCase
+    # names) to `_clean` by answering False.
+    module = compiled.load("gateway.guard.detectors._unwrap_gate")
+    return None if module is None else module.clean
+
+
+_compiled_clean = _compiled_gate()
 
 
 def _has_escapes(text: str) -> bool:
@@ -183,14 +199,11 @@ def _has_escapes(text: str) -> bool:
 
 def walk(text: str, scan: Scan) -> Walk:
     """What `find` does, with the views and the work it took."""
-    return _walk(text, scan(text), scan, None)
+    return _walk(text, scan(text), scan)
 
 
-def _walk(
-    text: str, findings: list[Finding], scan: Scan, img: bytes | None, escapes: bool = True
-) -> Walk:
-    """The steps of `find`; ``img`` is ``text``'s base64 image when the gate made it, and
-    ``escapes`` False when the gate found no escape or hex list in ``text``."""
+def _walk(text: str, findings: list[Finding], scan: Scan) -> Walk:
+    """The steps of `find`."""
     result = Walk([(f.kind, text[f.start : f.end]) for f in findings])
     result._seen.update(result.found)
     result._limit = min(MAX_GROWTH * len(text) + _SLACK, MAX_VIEW_CHARS)
@@ -206,9 +219,7 @@ def _walk(
                 result.keep(_windows(source, edits), scan)
                 flagged = _apply(source, edits, flagged)[1]
             source = canonical
-            img, escapes = None, True
-        items, keys = _decoded(source, flagged, result, img, escapes)
-        img, escapes = None, True
+        items, keys = _decoded(source, flagged, result)
         for key in keys:
             result.add("private_key", key)
         if not items:
@@ -468,19 +479,17 @@ def _apply(
 
 
 def _decoded(
-    text: str, flagged: list[tuple[int, int]], result: Walk, img: bytes | None, escapes: bool
+    text: str, flagged: list[tuple[int, int]], result: Walk
 ) -> tuple[list[_Item], list[str]]:
     """Each wrapped piece of ``text`` that decodes to text, and the private keys in binary ones.
 
-    ``flagged``: the spans of private keys the scan already found in ``text``; ``escapes``
-    False when ``text`` is known to hold no escape and no hex list.
+    ``flagged``: the spans of private keys the scan already found in ``text``.
     """
     items: list[_Item] = []
     keys: list[_Item] = []  # spans of binary that is a private key, and the key in base64
-    if escapes:
-        _escapes(text, items, keys, result)
-        _hex_lists(text, items, keys, result)
-    _blocks(text, items, keys, result, img)
+    _escapes(text, items, keys, result)
+    _hex_lists(text, items, keys, result)
+    _blocks(text, items, keys, result)
     return _unflagged(items, []), [key for *_, key in _unflagged(keys, sorted(flagged))]
 
 
@@ -687,11 +696,8 @@ _URLSAFE = str.maketrans("-_", "+/")
 _GLUE_RE = re.compile(r"[-_]")
 
 
-def _blocks(
-    text: str, items: list[_Item], keys: list[_Item], result: Walk, img: bytes | None
-) -> None:
-    if img is None:
-        img = text.encode("ascii", "replace").translate(_IMAGE)
+def _blocks(text: str, items: list[_Item], keys: list[_Item], result: Walk) -> None:
+    img = text.encode("ascii", "replace").translate(_IMAGE)
     floor = 0
     at = img.find(_NEED)
     while at >= 0:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from bench._corpus import AgentTurns
 from gateway.evaluate import read_rows
+from gateway.guard.detectors import compiled
 from gateway.guard.detectors.injection import text
 from gateway.guard.detectors.injection._wordset import Vocabulary
 from gateway.guard.detectors.injection.assess import assess
@@ -179,7 +180,7 @@ def test_the_environment_switch_selects_the_python_scan() -> None:
         "print(text.Vocabulary is text._PyVocabulary)"
     )
     for value, python_scan in (("1", "True"), ("", "False")):
-        env = {**os.environ, text.NO_EXTENSION_ENV: value}
+        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
         out = subprocess.run(
             [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
         )

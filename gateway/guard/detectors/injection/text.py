@@ -9,7 +9,6 @@ byte searches say those can matter.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import unicodedata
@@ -17,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from itertools import repeat
 from typing import Final
+
+from gateway.guard.detectors import compiled
 
 # Invisible characters an attacker uses to split trigger words or hide text.
 _ZERO_WIDTH: Final = "\u200b\u200c\u200d\u2060\ufeff\u180e\u2061\u2062\u2063\u2064\u00ad"
@@ -255,20 +256,10 @@ class _PyVocabulary:
         return words, len(words), len(toks), features, total
 
 
-# The compiled scan is optional (built when the install finds a C compiler).
-# REEFGATE_NO_EXTENSION=1 when this module is first imported makes the
-# detector use the Python one, so that path is tested where both exist.
-NO_EXTENSION_ENV: Final = "REEFGATE_NO_EXTENSION"
-
-
 def _vocabulary_type() -> type[_PyVocabulary]:
-    if os.environ.get(NO_EXTENSION_ENV, "").strip() not in ("", "0"):
-        return _PyVocabulary
-    try:
-        from gateway.guard.detectors.injection._wordset import Vocabulary
-    except ImportError:
-        return _PyVocabulary
-    return Vocabulary  # type: ignore[return-value]
+    # The compiled scan is optional (see `compiled`).
+    module = compiled.load("gateway.guard.detectors.injection._wordset")
+    return _PyVocabulary if module is None else module.Vocabulary
 
 
 Vocabulary: Final = _vocabulary_type()
