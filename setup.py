@@ -1,9 +1,9 @@
 """The compiled modules; everything else about the package is in pyproject.toml.
 
-Both are optional: without a C compiler the install goes on and the
+All are optional: without a C compiler the install goes on and the
 detectors run their Python twins, with the same verdicts. They are the
-injection detector's word scan and the first step of unwrapping (the gate
-that lets plainly clean text through).
+injection detector's word scan and its search for encoded runs, and the
+first step of unwrapping (the gate that lets plainly clean text through).
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
 """
@@ -15,6 +15,11 @@ setup(
         Extension(
             "gateway.guard.detectors.injection._wordset",
             ["gateway/guard/detectors/injection/_wordset.c"],
+            optional=True,
+        ),
+        Extension(
+            "gateway.guard.detectors.injection._blobs",
+            ["gateway/guard/detectors/injection/_blobs.c"],
             optional=True,
         ),
         Extension(

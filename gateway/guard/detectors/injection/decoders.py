@@ -10,11 +10,12 @@ import binascii
 import codecs
 import html
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from typing import Final
 from urllib.parse import unquote
 
+from gateway.guard.detectors import compiled
 from gateway.guard.detectors.injection.phrases import _phrase_hits
 from gateway.guard.detectors.injection.text import _casefolded, _tokens
 from gateway.guard.detectors.injection.verdict import DENY as _DENY
@@ -131,7 +132,7 @@ _B64_MIN: Final = 24
 _HEX_RUN: Final = b"a" * 32
 
 
-def _blobs(raw: bytes, alnum: bytes | None = None) -> Iterator[tuple[str, bool]]:
+def _blobs(raw: bytes) -> Iterator[tuple[str, bool]]:
     """Base64 (True) or hex (False) runs that hold a word of 16+ letters and
     digits mixed, in text order, each once (for up to _MAX_BLOBS words).
 
@@ -139,10 +140,9 @@ def _blobs(raw: bytes, alnum: bytes | None = None) -> Iterator[tuple[str, bool]]
     Encoded text mixes letters and digits; identifiers and numbers do not. A
     base64 run is taken whole, from separator to separator, so that it
     decodes from its start; base64 wrapped into lines yields every line.
-    `alnum`: `raw` translated by `_ALNUM_IMAGE`, if the caller has it.
+    `_blobs.blobs` in C returns the same, as a list.
     """
-    if alnum is None:
-        alnum = raw.translate(_ALNUM_IMAGE)
+    alnum = raw.translate(_ALNUM_IMAGE)
     b64 = b""
     seen: set[bytes] = set()
     decoded_from: set[int] = set()
@@ -186,6 +186,14 @@ def _blobs(raw: bytes, alnum: bytes | None = None) -> Iterator[tuple[str, bool]]
         at = alnum.find(_LONG_RUN, end)
 
 
+def _compiled_blobs() -> Callable[[bytes], Iterable[tuple[str, bool]]]:
+    module = compiled.load("gateway.guard.detectors.injection._blobs")
+    return _blobs if module is None else module.blobs
+
+
+_find_blobs: Final = _compiled_blobs()
+
+
 def _runs(text: str, opener: str, pattern: re.Pattern[str]) -> Iterator[str]:
     """`pattern.finditer` for a pattern that starts with `opener`, cheaply."""
     i = text.find(opener)
@@ -223,11 +231,8 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
     `present`: the text's words among `_KEYS`.
     """
     budget = _MAX_BLOBS
-    # _blobs's first step, a translate and a find of 16 alphanumerics in a
-    # row, is itself the cheapest test for a long word.
     raw = text.encode("utf-8", "surrogatepass")
-    alnum = raw.translate(_ALNUM_IMAGE)
-    for blob, is_b64 in _blobs(raw, alnum):
+    for blob, is_b64 in _find_blobs(raw):
         decoded = (_b32_text(blob) or _b64_text(blob)) if is_b64 else _hex_text(blob)
         if decoded:
             yield decoded
@@ -256,9 +261,9 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
     if not _REVERSED_HINTS.isdisjoint(present):
         yield " ".join(low[: _BLOB_DECODE_CHARS * 8].split())[::-1]
     # Twelve morse letters make a run of 24+ characters without a letter or
-    # digit: one search in the image the blobs were found in, then the dots
-    # and dashes.
-    if _MORSE_GAP in alnum and (".-" in text or "-." in text):
+    # digit: a dot next to a dash, then one search in an image of the
+    # letters and digits, then the dots and dashes.
+    if (".-" in text or "-." in text) and _MORSE_GAP in raw.translate(_ALNUM_IMAGE):
         for count, m in enumerate(_MORSE_RUN.finditer(text)):
             decoded = _morse_text(m.group())
             if decoded:
