@@ -1,9 +1,10 @@
 """The compiled modules; everything else about the package is in pyproject.toml.
 
-All are optional: without a C compiler the install goes on and the
-detectors run their Python twins, with the same verdicts. They are the
-injection detector's word scan and its search for encoded runs, and the
-first step of unwrapping (the gate that lets plainly clean text through).
+All are optional: without a C compiler the install goes on and the gateway
+runs their Python twins, with the same results. They are the injection
+detector's word scan and its search for encoded runs, the first step of
+unwrapping (the gate that lets plainly clean text through), and the fast
+JSON reader's count of ':' bytes.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
 """
@@ -27,5 +28,6 @@ setup(
             ["gateway/guard/detectors/_unwrap_gate.c"],
             optional=True,
         ),
+        Extension("gateway.wire._colons", ["gateway/wire/_colons.c"], optional=True),
     ]
 )

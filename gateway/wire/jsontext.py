@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from typing import Final
 
-from gateway import fastjson
+from gateway import compiled, fastjson
 
 
 class JSONTextError(ValueError):
@@ -120,7 +121,7 @@ def fast_loads(data: bytes, codec: fastjson.Codec) -> object:
         return UNDECIDED
     if written == data:
         return value
-    if _COLON_ESCAPES in data or data.count(b":") != written.count(b":"):
+    if not _same_colons(data, written):
         return UNDECIDED
     # orjson writes every float of 1e16 or more with "e+", so a value without a
     # "+" anywhere holds no integer it read as a float: no digits to count.
@@ -129,6 +130,20 @@ def fast_loads(data: bytes, codec: fastjson.Codec) -> object:
     return value
 
 
+def _py_same_colons(data: bytes, written: bytes) -> bool:
+    """No escape of ':' in the body, and as many ':' bytes as orjson wrote.
+
+    `_colons.same_colons` in C; bytes.count reads about five instructions a byte.
+    """
+    return _COLON_ESCAPES not in data and data.count(b":") == written.count(b":")
+
+
+def _colon_proof() -> Callable[[bytes, bytes], bool]:
+    module = compiled.load("gateway.wire._colons")
+    return _py_same_colons if module is None else module.same_colons
+
+
+_same_colons: Final = _colon_proof()
 _CODEC = fastjson.CODEC
 
 

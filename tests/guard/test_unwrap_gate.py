@@ -23,8 +23,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench._corpus import AgentTurns
+from gateway import compiled
 from gateway.evaluate import read_rows
-from gateway.guard.detectors import compiled, unwrap
+from gateway.guard.detectors import unwrap
 from gateway.guard.detectors._unwrap_gate import clean
 from tests.guard import test_floor_differential as floor_texts
 from tests.vectors import corpora

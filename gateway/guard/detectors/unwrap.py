@@ -64,7 +64,7 @@ from urllib.parse import unquote_to_bytes
 from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives.serialization import load_der_private_key
 
-from gateway.guard.detectors import compiled
+from gateway import compiled
 from gateway.guard.findings import Finding
 
 __all__ = [

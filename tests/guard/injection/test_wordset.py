@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench._corpus import AgentTurns
+from gateway import compiled
 from gateway.evaluate import read_rows
-from gateway.guard.detectors import compiled
 from gateway.guard.detectors.injection import text
 from gateway.guard.detectors.injection._wordset import Vocabulary
 from gateway.guard.detectors.injection.assess import assess

@@ -15,7 +15,7 @@ from collections.abc import Set as AbstractSet
 from typing import Final
 from urllib.parse import unquote
 
-from gateway.guard.detectors import compiled
+from gateway import compiled
 from gateway.guard.detectors.injection.phrases import _phrase_hits
 from gateway.guard.detectors.injection.text import _casefolded, _tokens
 from gateway.guard.detectors.injection.verdict import DENY as _DENY

@@ -17,7 +17,7 @@ from collections.abc import Set as AbstractSet
 from itertools import repeat
 from typing import Final
 
-from gateway.guard.detectors import compiled
+from gateway import compiled
 
 # Invisible characters an attacker uses to split trigger words or hide text.
 _ZERO_WIDTH: Final = "\u200b\u200c\u200d\u2060\ufeff\u180e\u2061\u2062\u2063\u2064\u00ad"

@@ -1,10 +1,10 @@
-"""The detectors' optional compiled parts, and the switch that hides them.
+"""The gateway's optional compiled modules, and the switch that hides them.
 
 Each compiled module (built by setup.py when the install finds a C compiler)
-has a Python twin that gives the same results; the detectors use the
-compiled one when it imports. REEFGATE_NO_EXTENSION=1, set before the
-detectors are imported, makes them use the Python twins, so that path is
-tested on machines that have both.
+has a Python twin that gives the same results; the code uses the compiled
+one when it imports. REEFGATE_NO_EXTENSION=1, set before the modules that
+use them are imported, selects the Python twins, so that path is tested on
+machines that have both.
 """
 
 from __future__ import annotations
