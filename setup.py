@@ -3,8 +3,8 @@
 All are optional: without a C compiler the install goes on and the gateway
 runs their Python twins, with the same results. They are the injection
 detector's word scan and its search for encoded runs, the first step of
-unwrapping (the gate that lets plainly clean text through), and the fast
-JSON reader's count of ':' bytes.
+unwrapping (the gate that lets plainly clean text through), the secret
+scan's prefilter, and the fast JSON reader's count of ':' bytes.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
 """
@@ -26,6 +26,11 @@ setup(
         Extension(
             "gateway.guard.detectors._unwrap_gate",
             ["gateway/guard/detectors/_unwrap_gate.c"],
+            optional=True,
+        ),
+        Extension(
+            "gateway.guard.detectors.secrets._anchors",
+            ["gateway/guard/detectors/secrets/_anchors.c"],
             optional=True,
         ),
         Extension("gateway.wire._colons", ["gateway/wire/_colons.c"], optional=True),

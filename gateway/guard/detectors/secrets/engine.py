@@ -38,10 +38,12 @@ certificates, paths, URLs without credentials, references such as ``$VAR`` or
 from __future__ import annotations
 
 import re
+from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import AnyStr
+from typing import Any, AnyStr, Final
 
+from gateway import compiled
 from gateway.guard.detectors.secrets.assignments import (
     _KW_C,
     _KW_G,
@@ -60,6 +62,7 @@ from gateway.guard.detectors.secrets.formats import (
 )
 from gateway.guard.detectors.secrets.glued import KEYWORDS_AT, on_keyword_token, probe
 from gateway.guard.detectors.secrets.jwt import _JWT_PASS_RE, _on_jwt
+from gateway.guard.detectors.secrets.prefix import follow_sets
 from gateway.guard.detectors.secrets.private_keys import _BEGIN_RE, _on_begin
 from gateway.guard.detectors.secrets.tokens import (
     _DASH_PROBE,
@@ -256,20 +259,71 @@ def _candidates(text: str) -> dict[int, list[int]]:
             m = search(text, pos + 1)
         return found
     # Each pass is looked for by exactly one of these searches. Each starts at
-    # the first anchor, found by a memchr: re's own scan for a leading literal
-    # reads about ten times slower, and nothing can match before it.
-    # Most searches find nothing, so the first one is made inline.
-    for anchor, rx, passes in _TEXT_SEARCHES:
-        first = text.find(anchor)
+    # the first place it can match: re's own scan for a leading literal reads
+    # about ten times slower than a memchr for the anchor, and nothing can
+    # match before it. For ASCII text the prefilter (`_first_places`) finds
+    # those places for every search in one pass, past anchors whose next
+    # characters no probe allows, and most searches are not run at all.
+    places = None
+    if _first_places is not None:
+        places = _first_places(text, _ANCHORED, _FOLLOW_SETS, _FOLLOW_WIDTH)
+    if places is None:
+        # Most searches find nothing, so the first one is made inline.
+        for anchor, rx, passes in _TEXT_SEARCHES:
+            first = text.find(anchor)
+            if first >= 0 and (m := rx.search(text, first)) is not None:
+                found.update(dict.fromkeys(passes, _starts(rx, text, m)))
+        # Non-ASCII becomes "?", so the copy keeps the offsets of ``text``.
+        low = text.encode("ascii", "replace").lower()
+        for letter, lrx, passes in _LOWER_SEARCHES:
+            first = low.find(letter)
+            if first >= 0 and (lm := lrx.search(low, first)) is not None:
+                found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
+        return found
+    for (_, rx, passes), first in zip(_TEXT_SEARCHES, places, strict=False):
         if first >= 0 and (m := rx.search(text, first)) is not None:
             found.update(dict.fromkeys(passes, _starts(rx, text, m)))
-    # Non-ASCII becomes "?", so the copy keeps the offsets of ``text``.
-    low = text.encode("ascii", "replace").lower()
-    for letter, lrx, passes in _LOWER_SEARCHES:
-        first = low.find(letter)
-        if first >= 0 and (lm := lrx.search(low, first)) is not None:
-            found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
+    low = b""
+    for (_, lrx, passes), first in zip(_LOWER_SEARCHES, places[len(_TEXT_SEARCHES) :], strict=True):
+        if first >= 0:
+            low = low or text.encode("ascii").lower()
+            if (lm := lrx.search(low, first)) is not None:
+                found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
     return found
+
+
+# How many characters, the anchor's included, the prefilter tests at each anchor.
+_FOLLOW_WIDTH = 4
+
+
+def _follow_tables() -> tuple[bytes, bytes]:
+    """`_first_places`' tables: the searches anchored on each byte, and each
+    search's `follow_sets` as byte maps. A lowercased search reads the text
+    lowered, so its maps take each byte by its lowercase."""
+    searches: list[tuple[re.Pattern[Any], bool]] = [(rx, False) for _, rx, _ in _TEXT_SEARCHES]
+    searches += [(lrx, True) for _, lrx, _ in _LOWER_SEARCHES]
+    anchored = array("I", bytes(4 * 256))
+    sets = bytearray()
+    for i, (rx, lowered) in enumerate(searches):
+        for k, chars in enumerate(follow_sets(rx, _FOLLOW_WIDTH)):
+            allowed = bytes(
+                1 if c < 0x80 and (ord(chr(c).lower()) if lowered else c) in chars else 0
+                for c in range(256)
+            )
+            sets += allowed
+            if k == 0:
+                for c in range(256):
+                    anchored[c] |= allowed[c] << i
+    return anchored.tobytes(), bytes(sets)
+
+
+def _prefilter() -> Callable[[str, bytes, bytes, int], list[int] | None] | None:
+    module = compiled.load("gateway.guard.detectors.secrets._anchors")
+    return None if module is None else module.first_places
+
+
+_first_places: Final = _prefilter()
+_ANCHORED, _FOLLOW_SETS = _follow_tables()
 
 
 def _starts(rx: re.Pattern[AnyStr], subject: AnyStr, m: re.Match[AnyStr] | None) -> list[int]:

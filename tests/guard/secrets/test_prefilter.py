@@ -1,0 +1,154 @@
+"""The secret scan's prefilter never starts a search past a place where it matches.
+
+`prefix.follow_sets` reads, from each search's pattern, the characters that
+can follow its anchor; `_anchors.first_places` (C) hands each search the first
+place where they hold. If a set missed a character that a match has, the
+search would start too late and a secret would go unreported. So: the reader
+on small patterns of each kind, every match of every search on the corpora,
+the agent turns, every rule sample (plain and wrapped) and generated texts
+(each must pass the tables the C code reads), and `_candidates` with and
+without the prefilter on the same texts. test_floor_differential.py holds the
+whole floor to its frozen reference with and without the extension.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import string
+import subprocess
+import sys
+
+import pytest
+
+from bench._corpus import AgentTurns
+from gateway import compiled
+from gateway.evaluate import read_rows
+from gateway.guard.detectors.secrets import engine
+from gateway.guard.detectors.secrets._anchors import first_places
+from gateway.guard.detectors.secrets.prefix import ASCII, follow_sets
+from tests.guard import test_floor_differential as floor_texts
+from tests.vectors import corpora
+
+
+def chars(text: str) -> frozenset[int]:
+    return frozenset(text.encode())
+
+
+@pytest.mark.parametrize(
+    ("pattern", "flags", "want"),
+    [
+        ("abc", 0, [chars("a"), chars("b"), chars("c"), ASCII]),
+        ("a[0-2]x", 0, [chars("a"), chars("012"), chars("x"), ASCII]),
+        # A match that can end earlier lets anything follow from there on.
+        ("a(?:bc|d)e", 0, [chars("a"), chars("bd"), chars("ce"), ASCII]),
+        ("a(?:bc|de)f", 0, [chars("a"), chars("bd"), chars("ce"), chars("f")]),
+        ("ab?c", 0, [chars("a"), chars("bc"), ASCII, ASCII]),
+        ("ab?cd", 0, [chars("a"), chars("bc"), chars("cd"), ASCII]),
+        ("a[xy]{2,3}z", 0, [chars("a"), chars("xy"), chars("xy"), chars("xyz")]),
+        ("a(?<=xa)(?=b)b(?!c)d", 0, [chars("a"), chars("b"), chars("d"), ASCII]),
+        ("a(?i:b)c", 0, [chars("a"), chars("bB"), chars("c"), ASCII]),
+        ("ab", re.I, [chars("aA"), chars("bB"), ASCII, ASCII]),
+        ("a[^b]", 0, [chars("a"), ASCII - chars("b"), ASCII, ASCII]),
+        (r"a\d\s", re.A, [chars("a"), chars(string.digits), chars(" \t\n\r\f\v"), ASCII]),
+        (r"(a)\1b", 0, [chars("a"), ASCII, ASCII, ASCII]),
+        ("a[^\\x00-\\x7f]b", 0, [chars("a"), frozenset(), chars("b"), ASCII]),
+    ],
+)
+def test_what_the_reader_takes_from_a_pattern(
+    pattern: str, flags: int, want: list[frozenset[int]]
+) -> None:
+    got = follow_sets(re.compile(pattern, flags), 4)
+    if pattern == r"a\d\s":
+        assert got[2] >= want[2]  # Unicode-mode \s adds \x1c-\x1f: a superset is fine
+        got[2] = want[2]
+    assert got == want
+
+
+def _texts() -> list[str]:
+    texts = [row.text for row in read_rows(sorted(corpora().glob("*.jsonl")))]
+    assert texts, f"no corpora under {corpora()}"
+    turns = AgentTurns()
+    for i in range(256):
+        for message in json.loads(turns.body(i, "prefilter", False))["messages"]:
+            if isinstance(message.get("content"), str):
+                texts.append(message["content"])
+    for sample in floor_texts.SAMPLES:
+        texts += floor_texts._wrappings(sample)
+    rng = random.Random(11)
+    texts += [floor_texts._text(rng) for _ in range(2000)]
+    texts += [floor_texts._run_text(rng) for _ in range(2000)]
+    return texts
+
+
+TEXTS = _texts()
+SEARCHES = [(rx, False) for _, rx, _ in engine._TEXT_SEARCHES]
+SEARCHES += [(rx, True) for _, rx, _ in engine._LOWER_SEARCHES]
+
+
+def test_every_match_of_every_search_passes_the_tables() -> None:
+    width = engine._FOLLOW_WIDTH
+    matches = 0
+    for text in TEXTS:
+        if not text.isascii():
+            continue
+        raw = text.encode()
+        low = raw.lower()
+        for i, (rx, lowered) in enumerate(SEARCHES):
+            maps = engine._FOLLOW_SETS[i * width * 256 : (i + 1) * width * 256]
+            subject: str | bytes = low if lowered else text
+            m = rx.search(subject)  # type: ignore[arg-type]
+            while m is not None:
+                at = m.start()
+                matches += 1
+                assert raw[at] in range(256) and engine._ANCHORED[
+                    4 * raw[at] : 4 * raw[at] + 4
+                ] != bytes(4)
+                for k in range(width):
+                    if at + k < len(raw):
+                        assert maps[k * 256 + raw[at + k]], (text[at : at + 20], k)
+                m = rx.search(subject, at + 1)  # type: ignore[arg-type]
+    assert matches > 2000
+
+
+def _python(text: str, monkeypatch: pytest.MonkeyPatch) -> dict[int, list[int]]:
+    with monkeypatch.context() as patch:
+        patch.setattr(engine, "_first_places", None)
+        return engine._candidates(text)
+
+
+def test_candidates_are_the_same_with_and_without_the_prefilter(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    found = 0
+    for text in TEXTS:
+        # Padded, so that short texts take the searches too.
+        for subject in (text, text + " " * max(0, engine._SPLIT_AT - len(text))):
+            want = _python(subject, monkeypatch)
+            assert engine._candidates(subject) == want, subject[:200]
+            found += bool(want)
+    assert found > 1000
+
+
+def test_the_compiled_prefilter_checks_its_input() -> None:
+    args = (engine._ANCHORED, engine._FOLLOW_SETS, engine._FOLLOW_WIDTH)
+    assert first_places("plain words here", *args) is not None
+    assert first_places("plain wörds here", *args) is None
+    with pytest.raises(ValueError):
+        first_places("text", engine._ANCHORED, engine._FOLLOW_SETS[:-1], engine._FOLLOW_WIDTH)
+    with pytest.raises(ValueError):
+        first_places("text", engine._ANCHORED[:-4], engine._FOLLOW_SETS, engine._FOLLOW_WIDTH)
+    with pytest.raises(TypeError):
+        first_places(b"text", *args)  # type: ignore[arg-type]
+
+
+def test_the_environment_switch_selects_the_python_searches() -> None:
+    probe = "from gateway.guard.detectors.secrets import engine;print(engine._first_places is None)"
+    for value, python_searches in (("1", "True"), ("", "False")):
+        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
+        out = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+        )
+        assert out.stdout.strip() == python_searches
