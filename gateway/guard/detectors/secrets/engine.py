@@ -23,11 +23,15 @@ start, with a pattern whose groups its handler reads:
                       ..."), and ``curl -u`` command lines
 
 Finding where a pass could match is the expensive part, and clean text must
-cost as little as possible: short texts take one search with all passes as
-alternatives, longer ones one literal-led search per anchor character (see
-``_PREFILTER`` and ``_TEXT_SEARCHES`` for why). Each search tests a probe in C
-that turns away nearly every anchor. Python only runs where a probe matched,
-where the pass's own pattern is run for its groups, on a small window.
+cost as little as possible. ASCII text, with the compiled prefilter built,
+takes one literal-led search per anchor character, each started where the
+prefilter says it can first match and most not run at all (see
+``_candidates``). Otherwise short texts take one search with all passes as
+alternatives, longer ones the searches per anchor character, each from its
+anchor's first occurrence (see ``_PREFILTER`` and ``_TEXT_SEARCHES`` for
+why). Each search tests a probe in C that turns away nearly every anchor.
+Python only runs where a probe matched, where the pass's own pattern is run
+for its groups, on a small window.
 
 What must not be denied is left alone on purpose (a deny here cannot be
 overridden): hashes and commit ids, UUIDs on their own, public keys and
@@ -240,7 +244,8 @@ _TEXT_SEARCHES: tuple[tuple[str, re.Pattern[str], tuple[int, ...]], ...] = tuple
     if a.lower() not in _LOWERED
 )
 _LOWER_SEARCHES = tuple(_lower_search(letter) for letter in _LOWERED)
-# Text length from which the searches per anchor beat the single pattern: the
+# Text length from which the searches per anchor beat the single pattern
+# (without the prefilter, which makes them cheaper at any length): the
 # crossover measured on prose, logs, code and agent conversations lies between
 # about 500 and 1000 characters.
 _SPLIT_AT = 768
@@ -249,7 +254,10 @@ _SPLIT_AT = 768
 def _candidates(text: str) -> dict[int, list[int]]:
     """For each pass, in increasing order, the positions where its probe matches."""
     found: dict[int, list[int]] = {}
-    if len(text) < _SPLIT_AT:
+    places = None
+    if _first_places is not None:
+        places = _first_places(text, _ANCHORED, _FOLLOW_SETS, _FOLLOW_WIDTH)
+    if places is None and len(text) < _SPLIT_AT:
         search = _PREFILTER.search
         m = search(text)
         while m is not None:
@@ -264,9 +272,6 @@ def _candidates(text: str) -> dict[int, list[int]]:
     # match before it. For ASCII text the prefilter (`_first_places`) finds
     # those places for every search in one pass, past anchors whose next
     # characters no probe allows, and most searches are not run at all.
-    places = None
-    if _first_places is not None:
-        places = _first_places(text, _ANCHORED, _FOLLOW_SETS, _FOLLOW_WIDTH)
     if places is None:
         # Most searches find nothing, so the first one is made inline.
         for anchor, rx, passes in _TEXT_SEARCHES:
