@@ -386,9 +386,12 @@ gate_clean(PyObject *module, PyObject *text)
         PyErr_SetString(PyExc_TypeError, "clean() takes a str");
         return NULL;
     }
+#if PY_VERSION_HEX < 0x030C0000
+    /* Strings are always ready from 3.12 on, where the macro is deprecated. */
     if (PyUnicode_READY(text) < 0) {
         return NULL;
     }
+#endif
     if (!PyUnicode_IS_ASCII(text)) {
         Py_RETURN_FALSE;
     }

@@ -42,9 +42,12 @@ first_places(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     int count = (int)(table / (width * 256));
+#if PY_VERSION_HEX < 0x030C0000
+    /* Strings are always ready from 3.12 on, where the macro is deprecated. */
     if (PyUnicode_READY(args[0]) < 0) {
         return NULL;
     }
+#endif
     if (!PyUnicode_IS_ASCII(args[0])) {
         Py_RETURN_NONE;
     }
