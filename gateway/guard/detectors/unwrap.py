@@ -59,6 +59,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Final
 from urllib.parse import unquote_to_bytes
 
 from cryptography.exceptions import UnsupportedAlgorithm
@@ -156,7 +157,7 @@ def _key_spans(findings: list[Finding]) -> list[tuple[int, int]]:
 def find(text: str, scan: Scan) -> list[tuple[str, str]]:
     """(kind, value) for each secret `scan` finds in ``text`` or in a view derived from it."""
     findings = scan(text)
-    if (_compiled_clean is not None and _compiled_clean(text)) or _clean(text):
+    if _clean_text(text):
         return [(f.kind, text[f.start : f.end]) for f in findings]
     return _walk(text, findings, scan).found
 
@@ -176,14 +177,13 @@ def _clean(text: str) -> bool:
 
 
 def _compiled_gate() -> Callable[[str], bool] | None:
-    # `_clean` in C, in one pass over the text: True only where `_clean` is;
-    # it leaves the runs that need `_quiet`'s line-break test (CamelCase
-    # names) to `_clean` by answering False.
+    # `_clean` in C, in one pass over the text, with the same answer.
     module = compiled.load("gateway.guard.detectors._unwrap_gate")
     return None if module is None else module.clean
 
 
 _compiled_clean = _compiled_gate()
+_clean_text: Final = _compiled_clean or _clean
 
 
 def _has_escapes(text: str) -> bool:
