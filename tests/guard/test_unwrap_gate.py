@@ -12,23 +12,15 @@ reference by test_floor_differential.py, with and without the extension.
 
 from __future__ import annotations
 
-import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench._corpus import AgentTurns
-from gateway import compiled
-from gateway.evaluate import read_rows
 from gateway.guard.detectors import unwrap
 from gateway.guard.detectors._unwrap_gate import clean
-from tests.guard import test_floor_differential as floor_texts
-from tests.vectors import corpora
+from tests.guard.texts import differential_texts
 
 
 def python(text: str) -> bool:
@@ -224,24 +216,4 @@ def test_texts_that_reach_the_next_line_test() -> None:
 
 
 def test_corpora_agent_turns_and_floor_texts() -> None:
-    texts = [row.text for row in read_rows(sorted(corpora().glob("*.jsonl")))]
-    assert texts, f"no corpora under {corpora()}"
-    turns = AgentTurns()
-    for i in range(256):
-        for message in json.loads(turns.body(i, "gate", False))["messages"]:
-            if isinstance(message.get("content"), str):
-                texts.append(message["content"])
-    rng = random.Random(3)
-    texts += [floor_texts._text(rng) for _ in range(3000)]
-    texts += [floor_texts._run_text(rng) for _ in range(3000)]
-    assert disagreements(texts) == []
-
-
-def test_the_environment_switch_selects_the_python_gate() -> None:
-    probe = "from gateway.guard.detectors import unwrap;print(unwrap._compiled_clean is None)"
-    for value, python_gate in (("1", "True"), ("", "False")):
-        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
-        out = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-        )
-        assert out.stdout.strip() == python_gate
+    assert disagreements(differential_texts("gate")) == []

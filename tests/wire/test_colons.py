@@ -8,15 +8,10 @@ tests/wire/test_json_differential.py holds the whole reader to the stdlib's.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gateway import compiled
 from gateway.wire import jsontext
 from gateway.wire._colons import same_colons
 
@@ -69,15 +64,3 @@ def test_only_two_bytes_arguments_are_taken() -> None:
         same_colons(b":")  # type: ignore[call-arg]
     with pytest.raises(TypeError):
         same_colons(":", b":")  # type: ignore[arg-type]
-
-
-def test_the_environment_switch_selects_the_python_proof() -> None:
-    probe = (
-        "from gateway.wire import jsontext;print(jsontext._same_colons is jsontext._py_same_colons)"
-    )
-    for value, python_proof in (("1", "True"), ("", "False")):
-        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
-        out = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-        )
-        assert out.stdout.strip() == python_proof

@@ -12,7 +12,6 @@ distinct words than the search takes.
 from __future__ import annotations
 
 import base64
-import json
 import random
 import string
 
@@ -20,12 +19,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bench._corpus import AgentTurns
-from gateway.evaluate import read_rows
 from gateway.guard.detectors.injection import decoders
 from gateway.guard.detectors.injection._blobs import blobs
-from tests.guard import test_floor_differential as floor_texts
-from tests.vectors import corpora
+from tests.guard.texts import differential_texts
 
 
 def python(text: str) -> list[tuple[str, bool]]:
@@ -109,15 +105,6 @@ def test_generated_texts(text: str) -> None:
 
 
 def test_corpora_agent_turns_and_floor_texts() -> None:
-    texts = [row.text for row in read_rows(sorted(corpora().glob("*.jsonl")))]
-    assert texts, f"no corpora under {corpora()}"
-    turns = AgentTurns()
-    for i in range(256):
-        for message in json.loads(turns.body(i, "blobs", False))["messages"]:
-            if isinstance(message.get("content"), str):
-                texts.append(message["content"])
-    rng = random.Random(3)
-    texts += [floor_texts._text(rng) for _ in range(3000)]
-    texts += [floor_texts._run_text(rng) for _ in range(3000)]
+    texts = differential_texts("blobs")
     assert disagreements(texts) == []
     assert sum(1 for t in texts if python(t)) > 1000

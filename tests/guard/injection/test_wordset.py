@@ -9,8 +9,6 @@ suite that way too); these tests compare both either way.
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from collections.abc import Set as AbstractSet
 
@@ -19,7 +17,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench._corpus import AgentTurns
-from gateway import compiled
 from gateway.evaluate import read_rows
 from gateway.guard.detectors.injection import text
 from gateway.guard.detectors.injection._wordset import Vocabulary
@@ -172,16 +169,3 @@ def test_the_same_assessments(
         ASSESS, "_VOCABULARY", vocabulary(ASSESS._VOCABULARY_WORDS, MODEL.units, MODEL.aliases)
     )
     assert [assess(s) for s in samples] == compiled
-
-
-def test_the_environment_switch_selects_the_python_scan() -> None:
-    probe = (
-        "from gateway.guard.detectors.injection import text;"
-        "print(text.Vocabulary is text._PyVocabulary)"
-    )
-    for value, python_scan in (("1", "True"), ("", "False")):
-        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
-        out = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-        )
-        assert out.stdout.strip() == python_scan

@@ -13,24 +13,16 @@ whole floor to its frozen reference with and without the extension.
 
 from __future__ import annotations
 
-import json
-import os
-import random
 import re
 import string
-import subprocess
-import sys
 
 import pytest
 
-from bench._corpus import AgentTurns
-from gateway import compiled
-from gateway.evaluate import read_rows
 from gateway.guard.detectors.secrets import engine
 from gateway.guard.detectors.secrets._anchors import first_places
 from gateway.guard.detectors.secrets.prefix import ASCII, follow_sets
 from tests.guard import test_floor_differential as floor_texts
-from tests.vectors import corpora
+from tests.guard.texts import differential_texts
 
 
 def chars(text: str) -> frozenset[int]:
@@ -68,18 +60,9 @@ def test_what_the_reader_takes_from_a_pattern(
 
 
 def _texts() -> list[str]:
-    texts = [row.text for row in read_rows(sorted(corpora().glob("*.jsonl")))]
-    assert texts, f"no corpora under {corpora()}"
-    turns = AgentTurns()
-    for i in range(256):
-        for message in json.loads(turns.body(i, "prefilter", False))["messages"]:
-            if isinstance(message.get("content"), str):
-                texts.append(message["content"])
+    texts = differential_texts("prefilter", seed=11, generated=2000)
     for sample in floor_texts.SAMPLES:
         texts += floor_texts._wrappings(sample)
-    rng = random.Random(11)
-    texts += [floor_texts._text(rng) for _ in range(2000)]
-    texts += [floor_texts._run_text(rng) for _ in range(2000)]
     return texts
 
 
@@ -142,13 +125,3 @@ def test_the_compiled_prefilter_checks_its_input() -> None:
         first_places("text", engine._ANCHORED[:-4], engine._FOLLOW_SETS, engine._FOLLOW_WIDTH)
     with pytest.raises(TypeError):
         first_places(b"text", *args)  # type: ignore[arg-type]
-
-
-def test_the_environment_switch_selects_the_python_searches() -> None:
-    probe = "from gateway.guard.detectors.secrets import engine;print(engine._first_places is None)"
-    for value, python_searches in (("1", "True"), ("", "False")):
-        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
-        out = subprocess.run(
-            [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
-        )
-        assert out.stdout.strip() == python_searches
