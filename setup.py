@@ -21,11 +21,15 @@ setup(
         Extension(
             "gateway.guard.detectors.injection._blobs",
             ["gateway/guard/detectors/injection/_blobs.c"],
+            include_dirs=["gateway"],
+            depends=["gateway/_rows.h"],
             optional=True,
         ),
         Extension(
             "gateway.guard.detectors._unwrap_gate",
             ["gateway/guard/detectors/_unwrap_gate.c"],
+            include_dirs=["gateway"],
+            depends=["gateway/_rows.h"],
             optional=True,
         ),
         Extension(

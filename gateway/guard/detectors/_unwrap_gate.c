@@ -17,6 +17,8 @@
 #include <Python.h>
 #include <string.h>
 
+#include "_rows.h"
+
 /* unwrap._IMAGE: a base64 character counts towards a run (RUN); "-" and "_"
  * extend one without starting it (GLUE); anything else ends it. */
 enum { OTHER = 0, RUN = 1, GLUE = 2 };
@@ -177,32 +179,11 @@ has_escapes(const unsigned char *s, Py_ssize_t n)
 }
 
 /* `img.find(_NEED, from)`: where the first MIN_RUN run characters in a row
- * start, or -1. The last character a run starting at `i` needs is tested
- * first: when it is not a run character no run starts before it, and
- * otherwise the characters before it are read back only as far as they are
- * not yet known to be run characters. */
+ * start, or -1. */
 static Py_ssize_t
 find_run(const unsigned char *s, Py_ssize_t n, Py_ssize_t from)
 {
-    Py_ssize_t i = from;
-    Py_ssize_t known = from; /* s[i:known] are run characters */
-    while (i + MIN_RUN <= n) {
-        Py_ssize_t last = i + MIN_RUN - 1;
-        if (image[s[last]] != RUN) {
-            i = known = last + 1;
-            continue;
-        }
-        Py_ssize_t j = last - 1;
-        while (j >= known && image[s[j]] == RUN) {
-            j--;
-        }
-        if (j < known) {
-            return i;
-        }
-        i = j + 1;
-        known = last + 1;
-    }
-    return -1;
+    return find_row(s, n, from, image, RUN, MIN_RUN);
 }
 
 /* Character sets of unwrap._GAP and unwrap._NEXT_LINE_RE. */

@@ -13,6 +13,8 @@
 #include <Python.h>
 #include <string.h>
 
+#include "_rows.h"
+
 /* decoders._MAX_BLOBS, _LONG_TOKEN, _B64_MIN and len(_HEX_RUN). */
 #define MAX_BLOBS 16
 #define LONG_TOKEN 16
@@ -27,25 +29,7 @@ static unsigned char kind[256];
 static Py_ssize_t
 find_long(const unsigned char *s, Py_ssize_t n, Py_ssize_t from)
 {
-    Py_ssize_t i = from;
-    Py_ssize_t known = from; /* s[i:known] are letters or digits */
-    while (i + LONG_TOKEN <= n) {
-        Py_ssize_t last = i + LONG_TOKEN - 1;
-        if (!(kind[s[last]] & ALNUM)) {
-            i = known = last + 1;
-            continue;
-        }
-        Py_ssize_t j = last - 1;
-        while (j >= known && (kind[s[j]] & ALNUM)) {
-            j--;
-        }
-        if (j < known) {
-            return i;
-        }
-        i = j + 1;
-        known = last + 1;
-    }
-    return -1;
+    return find_row(s, n, from, kind, ALNUM, LONG_TOKEN);
 }
 
 /* Whether "20" (a space, in hex) occurs in s[from:to]. */
