@@ -2,7 +2,8 @@
 
 All are optional: without a C compiler the install goes on and the gateway
 runs their Python twins, with the same results. They are the injection
-detector's word scan and its search for encoded runs, the first step of
+detector's word scan, its rule index's test of which alternatives can
+match and its search for encoded runs, the first step of
 unwrapping (the gate that lets plainly clean text through), the secret
 scan's prefilter, and the fast JSON reader's count of ':' bytes.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
@@ -16,6 +17,11 @@ setup(
         Extension(
             "gateway.guard.detectors.injection._wordset",
             ["gateway/guard/detectors/injection/_wordset.c"],
+            optional=True,
+        ),
+        Extension(
+            "gateway.guard.detectors.injection._ways",
+            ["gateway/guard/detectors/injection/_ways.c"],
             optional=True,
         ),
         Extension(

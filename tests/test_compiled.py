@@ -19,6 +19,10 @@ PROBES = {
         "from gateway.guard.detectors.injection import text;"
         "print(text.Vocabulary is text._PyVocabulary)"
     ),
+    "rule index": (
+        "from gateway.guard.detectors.injection import phrases;"
+        "print(phrases._PHRASE_WAYS.table is None)"
+    ),
     "unwrap gate": (
         "from gateway.guard.detectors import unwrap;print(unwrap._compiled_clean is None)"
     ),

@@ -18,10 +18,12 @@ declared keywords, with identical decisions on the dev corpora.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import Final, NamedTuple
+from typing import Final, NamedTuple, Protocol
+
+from gateway import compiled
 
 #
 # A regex is too slow to run over every text, but most texts lack some word
@@ -584,6 +586,8 @@ class _Ways:
     index: dict[str, tuple[int, ...]]  # word -> ways keyed by it
     ways: tuple[_Way, ...]
     keys: frozenset[str]
+    # The same ways for the compiled `live`, when it is built (see `compiled`).
+    table: _Table | None = None
 
     @property
     def words(self) -> frozenset[str]:
@@ -615,15 +619,28 @@ class _Ways:
                         tuple((ws, subs) for ws, subs in rest if subs),
                     )
                 )
-        return cls(
-            owners, {w: tuple(ids) for w, ids in index.items()}, tuple(ways), frozenset(index)
-        )
+        by_word = {w: tuple(ids) for w, ids in index.items()}
+        return cls(owners, by_word, tuple(ways), frozenset(index), _table(ways, by_word, owners))
 
     def live(
         self, present: AbstractSet[str], words: AbstractSet[str], low: str
     ) -> dict[int, list[int]]:
         """pattern -> its alternatives that can match (in order), given the
         text's words and the subset `present` of them that are keys."""
+        table = self.table
+        if table is not None and isinstance(words, _SETS) and isinstance(present, _SETS):
+            alts = table.live(present, words, low)
+        else:
+            alts = self._py_live(present, words, low)
+        owners = self.owners
+        by_pattern: dict[int, list[int]] = {}
+        for alt in alts:
+            i, j = owners[alt]
+            by_pattern.setdefault(i, []).append(j)
+        return by_pattern
+
+    def _py_live(self, present: AbstractSet[str], words: AbstractSet[str], low: str) -> list[int]:
+        """The alternatives, in order, that have a way whose needs all occur."""
         ways, index = self.ways, self.index
         candidates: set[int] = set()
         for word in present:
@@ -641,8 +658,45 @@ class _Ways:
             ):
                 continue
             live.add(alt)
-        by_pattern: dict[int, list[int]] = {}
-        for alt in sorted(live):
-            i, j = self.owners[alt]
-            by_pattern.setdefault(i, []).append(j)
-        return by_pattern
+        return sorted(live)
+
+
+_SETS: Final = (set, frozenset)
+
+
+class _Table(Protocol):
+    def live(
+        self, present: AbstractSet[str], words: AbstractSet[str], low: str, /
+    ) -> list[int]: ...
+
+
+_Compiled = tuple[
+    int,
+    tuple[str, ...],
+    tuple[tuple[str, ...], ...],
+    tuple[tuple[tuple[str, ...], tuple[str, ...]], ...],
+]
+
+
+def compiled_ways(ways: Sequence[_Way]) -> tuple[_Compiled, ...]:
+    """The ways as the compiled table takes them: every collection a tuple."""
+    return tuple(
+        (
+            w.alt,
+            tuple(w.singles),
+            tuple(tuple(ws) for ws in w.any_of),
+            tuple((tuple(ws), subs) for ws, subs in w.mixed),
+        )
+        for w in ways
+    )
+
+
+def _table(
+    ways: Sequence[_Way], index: dict[str, tuple[int, ...]], owners: tuple[tuple[int, int], ...]
+) -> _Table | None:
+    """The compiled `_Ways.live` over these ways, if it is built (see `compiled`)."""
+    module = compiled.load("gateway.guard.detectors.injection._ways")
+    if module is None:
+        return None
+    table: _Table = module.WayTable(compiled_ways(ways), index, len(owners))
+    return table

@@ -1,0 +1,308 @@
+/* Which alternatives of the phrase and template rules can match a text,
+ * given the words it holds: `gates._Ways.live` without an interpreter step
+ * per way.
+ *
+ * In Python each candidate way costs a tuple unpack, a set lookup, a subset
+ * test and a `map` over its word groups, about 400 ns; the text's key words
+ * pick some fifteen ways in a tool result, on every text that has one. Here
+ * a way is a few tuples of the index's own str objects (hashes cached), and
+ * each needed word is one `PySet_Contains` in the text's word set.
+ *
+ * The answer is exactly that of `_Ways._py_live` (a differential test holds
+ * the two together): the alternatives, in increasing order, that have a way
+ * whose needs all occur.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *ways; /* tuple of (alt, singles, any_of, mixed), every collection a tuple */
+    PyObject *index; /* dict: key word -> tuple of way numbers (ints) */
+    Py_ssize_t alts; /* alternatives are numbered 0 .. alts - 1 */
+    uint64_t *way_seen; /* call number in which each way was last a candidate */
+    uint64_t *alt_live; /* call number in which each alternative was found live */
+    uint64_t calls;
+} WayTable;
+
+static void
+waytable_dealloc(WayTable *self)
+{
+    Py_XDECREF(self->ways);
+    Py_XDECREF(self->index);
+    PyMem_Free(self->way_seen);
+    PyMem_Free(self->alt_live);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+is_str_tuple(PyObject *t)
+{
+    if (!PyTuple_Check(t)) {
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(t); i++) {
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(t, i))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The shape the lookups below rely on, checked once so they need not be. */
+static int
+valid_way(PyObject *way, Py_ssize_t alts)
+{
+    if (!PyTuple_Check(way) || PyTuple_GET_SIZE(way) != 4) {
+        return 0;
+    }
+    PyObject *alt = PyTuple_GET_ITEM(way, 0);
+    PyObject *any_of = PyTuple_GET_ITEM(way, 2);
+    PyObject *mixed = PyTuple_GET_ITEM(way, 3);
+    if (!PyLong_CheckExact(alt)) {
+        return 0;
+    }
+    Py_ssize_t a = PyLong_AsSsize_t(alt);
+    if (a < 0 || a >= alts || !is_str_tuple(PyTuple_GET_ITEM(way, 1)) || !PyTuple_Check(any_of)
+        || !PyTuple_Check(mixed)) {
+        PyErr_Clear();
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(any_of); i++) {
+        if (!is_str_tuple(PyTuple_GET_ITEM(any_of, i))) {
+            return 0;
+        }
+    }
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mixed); i++) {
+        PyObject *need = PyTuple_GET_ITEM(mixed, i);
+        if (!PyTuple_Check(need) || PyTuple_GET_SIZE(need) != 2
+            || !is_str_tuple(PyTuple_GET_ITEM(need, 0)) || !is_str_tuple(PyTuple_GET_ITEM(need, 1))) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+waytable_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"ways", "index", "alternatives", NULL};
+    PyObject *ways, *index;
+    Py_ssize_t alts;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O!n", kwlist, &PyTuple_Type, &ways,
+                                     &PyDict_Type, &index, &alts)) {
+        return NULL;
+    }
+    Py_ssize_t n = PyTuple_GET_SIZE(ways);
+    if (alts < 0) {
+        PyErr_SetString(PyExc_ValueError, "alternatives must not be negative");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (!valid_way(PyTuple_GET_ITEM(ways, i), alts)) {
+            PyErr_Format(PyExc_ValueError, "way %zd is not (alt, singles, any_of, mixed) of str tuples", i);
+            return NULL;
+        }
+    }
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(index, &pos, &key, &value)) {
+        if (!PyUnicode_CheckExact(key) || !PyTuple_Check(value)) {
+            PyErr_SetString(PyExc_ValueError, "index must map str to a tuple of way numbers");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(value); i++) {
+            PyObject *w = PyTuple_GET_ITEM(value, i);
+            Py_ssize_t k = PyLong_CheckExact(w) ? PyLong_AsSsize_t(w) : -1;
+            if (k < 0 || k >= n) {
+                PyErr_Clear();
+                PyErr_SetString(PyExc_ValueError, "index names a way that does not exist");
+                return NULL;
+            }
+        }
+    }
+    WayTable *self = (WayTable *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->way_seen = PyMem_Calloc(n ? n : 1, sizeof(uint64_t));
+    self->alt_live = PyMem_Calloc(alts ? alts : 1, sizeof(uint64_t));
+    if (self->way_seen == NULL || self->alt_live == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(ways);
+    self->ways = ways;
+    Py_INCREF(index);
+    self->index = index;
+    self->alts = alts;
+    return (PyObject *)self;
+}
+
+/* 1 when every word of `need` is in `words`, 0 when one is not, -1 on error. */
+static int
+all_in(PyObject *need, PyObject *words)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(need); i++) {
+        int found = PySet_Contains(words, PyTuple_GET_ITEM(need, i));
+        if (found <= 0) {
+            return found;
+        }
+    }
+    return 1;
+}
+
+/* 1 when some word of `need` is in `words`, 0 when none is, -1 on error. */
+static int
+any_in(PyObject *need, PyObject *words)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(need); i++) {
+        int found = PySet_Contains(words, PyTuple_GET_ITEM(need, i));
+        if (found != 0) {
+            return found;
+        }
+    }
+    return 0;
+}
+
+/* Whether every need of `way` occurs: 1, 0, or -1 on error. */
+static int
+way_holds(PyObject *way, PyObject *words, PyObject *low)
+{
+    int ok = all_in(PyTuple_GET_ITEM(way, 1), words);
+    if (ok <= 0) {
+        return ok;
+    }
+    PyObject *any_of = PyTuple_GET_ITEM(way, 2);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(any_of); i++) {
+        ok = any_in(PyTuple_GET_ITEM(any_of, i), words);
+        if (ok <= 0) {
+            return ok;
+        }
+    }
+    PyObject *mixed = PyTuple_GET_ITEM(way, 3);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mixed); i++) {
+        PyObject *need = PyTuple_GET_ITEM(mixed, i);
+        ok = any_in(PyTuple_GET_ITEM(need, 0), words);
+        PyObject *subs = PyTuple_GET_ITEM(need, 1);
+        for (Py_ssize_t j = 0; ok == 0 && j < PyTuple_GET_SIZE(subs); j++) {
+            ok = PyUnicode_Contains(low, PyTuple_GET_ITEM(subs, j));
+        }
+        if (ok <= 0) {
+            return ok;
+        }
+    }
+    return 1;
+}
+
+static PyObject *
+waytable_live(WayTable *self, PyObject *args)
+{
+    PyObject *present, *words, *low;
+    if (!PyArg_ParseTuple(args, "OOU:live", &present, &words, &low)) {
+        return NULL;
+    }
+    if (!PyAnySet_Check(present) || !PyAnySet_Check(words)) {
+        /* A set's iteration and lookups of str keys run no Python code, so
+         * no other call can reuse the stamps while this one reads them. */
+        PyErr_SetString(PyExc_TypeError, "live() takes the key words and the words as sets");
+        return NULL;
+    }
+    PyObject *keys = PyObject_GetIter(present);
+    if (keys == NULL) {
+        return NULL;
+    }
+    uint64_t call = ++self->calls;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        Py_DECREF(keys);
+        return NULL;
+    }
+    PyObject *key;
+    while ((key = PyIter_Next(keys)) != NULL) {
+        PyObject *ids = PyDict_GetItemWithError(self->index, key);
+        if (ids == NULL) {
+            if (!PyErr_Occurred()) {
+                PyErr_SetObject(PyExc_KeyError, key);
+            }
+            Py_DECREF(key);
+            goto error;
+        }
+        Py_DECREF(key);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ids); i++) {
+            Py_ssize_t w = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, i));
+            if (self->way_seen[w] == call) {
+                continue; /* a candidate through another key word already */
+            }
+            self->way_seen[w] = call;
+            PyObject *way = PyTuple_GET_ITEM(self->ways, w);
+            Py_ssize_t alt = PyLong_AsSsize_t(PyTuple_GET_ITEM(way, 0));
+            if (self->alt_live[alt] == call) {
+                continue;
+            }
+            int holds = way_holds(way, words, low);
+            if (holds < 0) {
+                goto error;
+            }
+            if (holds) {
+                self->alt_live[alt] = call;
+                if (PyList_Append(out, PyTuple_GET_ITEM(way, 0)) < 0) {
+                    goto error;
+                }
+            }
+        }
+    }
+    if (PyErr_Occurred() || PyList_Sort(out) < 0) {
+        goto error;
+    }
+    Py_DECREF(keys);
+    return out;
+error:
+    Py_DECREF(keys);
+    Py_DECREF(out);
+    return NULL;
+}
+
+static PyMethodDef waytable_methods[] = {
+    {"live", (PyCFunction)waytable_live, METH_VARARGS,
+     "live(present, words, low) -> the alternatives, in order, that have a way whose needs all occur"},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WayTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "gateway.guard.detectors.injection._ways.WayTable",
+    .tp_basicsize = sizeof(WayTable),
+    .tp_dealloc = (destructor)waytable_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The ways of a rule index, for `live`.",
+    .tp_methods = waytable_methods,
+    .tp_new = waytable_new,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "gateway.guard.detectors.injection._ways",
+    .m_doc = "The live alternatives of a rule index, in C.",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit__ways(void)
+{
+    if (PyType_Ready(&WayTableType) < 0) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    Py_INCREF(&WayTableType);
+    if (PyModule_AddObject(module, "WayTable", (PyObject *)&WayTableType) < 0) {
+        Py_DECREF(&WayTableType);
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}
