@@ -31,7 +31,7 @@ PROBES = {
         "print(decoders._find_blobs is decoders._blobs)"
     ),
     "secret-scan prefilter": (
-        "from gateway.guard.detectors.secrets import engine;print(engine._first_places is None)"
+        "from gateway.guard.detectors.secrets import engine;print(engine._PLACES is None)"
     ),
     "colon proof": (
         "from gateway.wire import jsontext;print(jsontext._same_colons is jsontext._py_same_colons)"

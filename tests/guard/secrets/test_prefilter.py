@@ -1,26 +1,29 @@
 """The secret scan's prefilter never starts a search past a place where it matches.
 
-`prefix.follow_sets` reads, from each search's pattern, the characters that
-can follow its anchor; `_anchors.first_places` (C) hands each search the first
-place where they hold. If a set missed a character that a match has, the
-search would start too late and a secret would go unreported. So: the reader
-on small patterns of each kind, every match of every search on the corpora,
-the agent turns, every rule sample (plain and wrapped) and generated texts
-(each must pass the tables the C code reads), and the scan with and without
-the prefilter on the same texts. test_floor_differential.py holds the
-whole floor to its frozen reference with and without the extension.
+`prefix.alternatives` reads, from each search's pattern, the ways a match can
+look around its start (characters before it from lookbehinds, after it from
+the pattern); `_anchors.Prefilter.places` (C) hands each search the first
+place where one of its ways holds. If a way missed a character that a match
+has, the search would start too late and a secret would go unreported. So:
+the reader on small patterns of each kind, every match of every search on the
+corpora, the agent turns, every rule sample (plain and wrapped) and generated
+texts (each must satisfy a way, and start no earlier than the place the C
+code gives its search), and the scan with and without the prefilter on the
+same texts. test_floor_differential.py holds the whole floor to its frozen
+reference with and without the extension.
 """
 
 from __future__ import annotations
 
 import re
-import string
+from array import array
+from typing import Any
 
 import pytest
 
 from gateway.guard.detectors.secrets import engine
-from gateway.guard.detectors.secrets._anchors import first_places
-from gateway.guard.detectors.secrets.prefix import ASCII, follow_sets
+from gateway.guard.detectors.secrets._anchors import Prefilter
+from gateway.guard.detectors.secrets.prefix import alternatives
 from tests.guard import test_floor_differential as floor_texts
 from tests.guard.texts import differential_texts
 
@@ -29,34 +32,64 @@ def chars(text: str) -> frozenset[int]:
     return frozenset(text.encode())
 
 
+DIGITS = chars("0123456789")
+THREE_DIGITS = "|".join(f"{n:03d}" for n in range(300))
+
+
 @pytest.mark.parametrize(
-    ("pattern", "flags", "want"),
+    ("pattern", "want"),
     [
-        ("abc", 0, [chars("a"), chars("b"), chars("c"), ASCII]),
-        ("a[0-2]x", 0, [chars("a"), chars("012"), chars("x"), ASCII]),
-        # A match that can end earlier lets anything follow from there on.
-        ("a(?:bc|d)e", 0, [chars("a"), chars("bd"), chars("ce"), ASCII]),
-        ("a(?:bc|de)f", 0, [chars("a"), chars("bd"), chars("ce"), chars("f")]),
-        ("ab?c", 0, [chars("a"), chars("bc"), ASCII, ASCII]),
-        ("ab?cd", 0, [chars("a"), chars("bc"), chars("cd"), ASCII]),
-        ("a[xy]{2,3}z", 0, [chars("a"), chars("xy"), chars("xy"), chars("xyz")]),
-        ("a(?<=xa)(?=b)b(?!c)d", 0, [chars("a"), chars("b"), chars("d"), ASCII]),
-        ("a(?i:b)c", 0, [chars("a"), chars("bB"), chars("c"), ASCII]),
-        ("ab", re.I, [chars("aA"), chars("bB"), ASCII, ASCII]),
-        ("a[^b]", 0, [chars("a"), ASCII - chars("b"), ASCII, ASCII]),
-        (r"a\d\s", re.A, [chars("a"), chars(string.digits), chars(" \t\n\r\f\v"), ASCII]),
-        (r"(a)\1b", 0, [chars("a"), ASCII, ASCII, ASCII]),
-        ("a[^\\x00-\\x7f]b", 0, [chars("a"), frozenset(), chars("b"), ASCII]),
+        ("abc", [{0: chars("a"), 1: chars("b"), 2: chars("c")}]),
+        # Each alternative is a way of its own.
+        (
+            "a(?:bc|d)e",
+            [
+                {0: chars("a"), 1: chars("b"), 2: chars("c"), 3: chars("e")},
+                {0: chars("a"), 1: chars("d"), 2: chars("e")},
+            ],
+        ),
+        ("a[xy]{2}z", [{0: chars("a"), 1: chars("xy"), 2: chars("xy"), 3: chars("z")}]),
+        # After a repeat that may run longer, where the match stands is unknown.
+        ("ab?c", [{0: chars("a")}]),
+        ("ax{2,3}c", [{0: chars("a"), 1: chars("x"), 2: chars("x")}]),
+        # Lookbehinds say what stands before the start, lookaheads what follows.
+        ("(?<=xy)a", [{-2: chars("x"), -1: chars("y"), 0: chars("a")}]),
+        ("a(?<=[0-9]a)b", [{-1: DIGITS, 0: chars("a"), 1: chars("b")}]),
+        (
+            "a(?=bc|d)",
+            [{0: chars("a"), 1: chars("b"), 2: chars("c")}, {0: chars("a"), 1: chars("d")}],
+        ),
+        ("a(?=b)[a-c]", [{0: chars("a"), 1: chars("b")}]),
+        # Negative lookarounds and anchors require nothing.
+        ("a(?!b)c\\b", [{0: chars("a"), 1: chars("c")}]),
+        ("a(?i:b)", [{0: chars("a"), 1: chars("bB")}]),
+        ("(?i)ab", [{0: chars("aA"), 1: chars("bB")}]),
+        ("(a)\\1b", [{0: chars("a")}]),
+        # Only outside ASCII: no ASCII text can match.
+        ("a[^\\x00-\\x7f]b", []),
+        # The window: offsets -2 .. 3 only.
+        (
+            "(?<=wxyz)abcdef",
+            [
+                {
+                    -2: chars("y"),
+                    -1: chars("z"),
+                    0: chars("a"),
+                    1: chars("b"),
+                    2: chars("c"),
+                    3: chars("d"),
+                }
+            ],
+        ),
+        # Too many ways: that alternation requires nothing, but has one width.
+        (f"a(?:{THREE_DIGITS})x", [{0: chars("a")}]),
+        (f"a(?:{THREE_DIGITS})x(?<=[0-9]x)", [{0: chars("a"), 3: DIGITS}]),
     ],
 )
 def test_what_the_reader_takes_from_a_pattern(
-    pattern: str, flags: int, want: list[frozenset[int]]
+    pattern: str, want: list[dict[int, frozenset[int]]]
 ) -> None:
-    got = follow_sets(re.compile(pattern, flags), 4)
-    if pattern == r"a\d\s":
-        assert got[2] >= want[2]  # Unicode-mode \s adds \x1c-\x1f: a superset is fine
-        got[2] = want[2]
-    assert got == want
+    assert alternatives(re.compile(pattern), 2, 4) == want
 
 
 def _texts() -> list[str]:
@@ -67,33 +100,50 @@ def _texts() -> list[str]:
 
 
 TEXTS = _texts()
-SEARCHES = [(rx, False) for _, rx, _ in engine._TEXT_SEARCHES]
+SEARCHES: list[tuple[re.Pattern[Any], bool]] = [(rx, False) for _, rx, _ in engine._TEXT_SEARCHES]
 SEARCHES += [(rx, True) for _, rx, _ in engine._LOWER_SEARCHES]
 
 
-def test_every_match_of_every_search_passes_the_tables() -> None:
-    width = engine._FOLLOW_WIDTH
+TABLES = engine.prefilter_tables()
+PLACES = Prefilter(
+    TABLES.anchored,
+    TABLES.searches,
+    TABLES.bucket_ways,
+    TABLES.way_start,
+    TABLES.checks,
+    TABLES.maps,
+)
+
+
+def _holds(way: dict[int, bytes], raw: bytes, at: int) -> bool:
+    return all(m[raw[at + k]] for k, m in way.items() if 0 <= at + k < len(raw))
+
+
+def test_every_match_of_every_search_is_one_of_its_ways_and_not_before_its_place() -> None:
     matches = 0
+    skipped = 0
     for text in TEXTS:
         if not text.isascii():
             continue
         raw = text.encode()
         low = raw.lower()
+        places = PLACES.places(text)
+        assert places is not None
         for i, (rx, lowered) in enumerate(SEARCHES):
-            maps = engine._FOLLOW_SETS[i * width * 256 : (i + 1) * width * 256]
             subject: str | bytes = low if lowered else text
-            m = rx.search(subject)  # type: ignore[arg-type]
+            m = rx.search(subject)
+            if m is None:
+                skipped += places[i] == -1
+            else:
+                assert 0 <= places[i] <= m.start(), (text[m.start() : m.start() + 40], i)
             while m is not None:
                 at = m.start()
                 matches += 1
-                assert raw[at] in range(256) and engine._ANCHORED[
-                    4 * raw[at] : 4 * raw[at] + 4
-                ] != bytes(4)
-                for k in range(width):
-                    if at + k < len(raw):
-                        assert maps[k * 256 + raw[at + k]], (text[at : at + 20], k)
-                m = rx.search(subject, at + 1)  # type: ignore[arg-type]
+                assert any(_holds(way, raw, at) for way in TABLES.ways[i]), (text[at : at + 40], i)
+                m = rx.search(subject, at + 1)
     assert matches > 2000
+    # Most searches of most texts are not run at all.
+    assert skipped > len(TEXTS) * len(SEARCHES) // 2
 
 
 def test_the_scan_is_the_same_with_and_without_the_prefilter(
@@ -107,7 +157,7 @@ def test_the_scan_is_the_same_with_and_without_the_prefilter(
         padded = text + " " * max(0, engine._SPLIT_AT - len(text))
         compiled_candidates, compiled_scan = engine._candidates(padded), engine.scan(text)
         with monkeypatch.context() as patch:
-            patch.setattr(engine, "_first_places", None)
+            patch.setattr(engine, "_PLACES", None)
             assert engine._candidates(padded) == compiled_candidates, padded[:200]
             want = engine.scan(text)
         assert compiled_scan == want, text[:200]
@@ -116,12 +166,24 @@ def test_the_scan_is_the_same_with_and_without_the_prefilter(
 
 
 def test_the_compiled_prefilter_checks_its_input() -> None:
-    args = (engine._ANCHORED, engine._FOLLOW_SETS, engine._FOLLOW_WIDTH)
-    assert first_places("plain words here", *args) is not None
-    assert first_places("plain wörds here", *args) is None
-    with pytest.raises(ValueError):
-        first_places("text", engine._ANCHORED, engine._FOLLOW_SETS[:-1], engine._FOLLOW_WIDTH)
-    with pytest.raises(ValueError):
-        first_places("text", engine._ANCHORED[:-4], engine._FOLLOW_SETS, engine._FOLLOW_WIDTH)
+    t = TABLES
+    assert PLACES.places("plain words here") is not None
+    assert PLACES.places("plain wörds here") is None
     with pytest.raises(TypeError):
-        first_places(b"text", *args)  # type: ignore[arg-type]
+        PLACES.places(b"text")  # type: ignore[arg-type]
+    good: list[Any] = [t.anchored, t.searches, t.bucket_ways, t.way_start, t.checks, t.maps]
+    broken = {
+        0: t.anchored[:-4],
+        1: t.searches[:-1],
+        3: array("i", [*t.way_start[:-1], t.way_start[-1] + 1]),
+        4: array("i", [*t.checks[:-1], len(t.maps) // 256]),
+        2: array("i", [*t.bucket_ways[:-1], len(t.way_start)]),
+        5: t.maps[:-1],
+    }
+    for at, value in broken.items():
+        args = [*good]
+        args[at] = value
+        with pytest.raises(ValueError):
+            Prefilter(*args)
+    with pytest.raises(TypeError):
+        Prefilter(*[t.anchored, t.searches.tobytes(), *good[2:]])

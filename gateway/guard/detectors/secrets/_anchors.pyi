@@ -1,1 +1,13 @@
-def first_places(text: str, anchored: bytes, sets: bytes, width: int, /) -> list[int] | None: ...
+from array import array
+
+class Prefilter:
+    def __init__(
+        self,
+        anchored: bytes,
+        searches: array[int],
+        bucket_ways: array[int],
+        way_start: array[int],
+        checks: array[int],
+        maps: bytes,
+    ) -> None: ...
+    def places(self, text: str, /) -> list[int] | None: ...

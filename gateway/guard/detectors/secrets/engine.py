@@ -45,7 +45,8 @@ import re
 from array import array
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, AnyStr, Final
+from functools import cache
+from typing import Any, AnyStr, Final, Protocol
 
 from gateway import compiled
 from gateway.guard.detectors.secrets.assignments import (
@@ -66,7 +67,7 @@ from gateway.guard.detectors.secrets.formats import (
 )
 from gateway.guard.detectors.secrets.glued import KEYWORDS_AT, on_keyword_token, probe
 from gateway.guard.detectors.secrets.jwt import _JWT_PASS_RE, _on_jwt
-from gateway.guard.detectors.secrets.prefix import follow_sets
+from gateway.guard.detectors.secrets.prefix import ASCII, alternatives
 from gateway.guard.detectors.secrets.private_keys import _BEGIN_RE, _on_begin
 from gateway.guard.detectors.secrets.tokens import (
     _DASH_PROBE,
@@ -254,9 +255,7 @@ _SPLIT_AT = 768
 def _candidates(text: str) -> dict[int, list[int]]:
     """For each pass, in increasing order, the positions where its probe matches."""
     found: dict[int, list[int]] = {}
-    places = None
-    if _first_places is not None:
-        places = _first_places(text, _ANCHORED, _FOLLOW_SETS, _FOLLOW_WIDTH)
+    places = None if _PLACES is None else _PLACES.places(text)
     if places is None and len(text) < _SPLIT_AT:
         search = _PREFILTER.search
         m = search(text)
@@ -269,9 +268,10 @@ def _candidates(text: str) -> dict[int, list[int]]:
     # Each pass is looked for by exactly one of these searches. Each starts at
     # the first place it can match: re's own scan for a leading literal reads
     # about ten times slower than a memchr for the anchor, and nothing can
-    # match before it. For ASCII text the prefilter (`_first_places`) finds
-    # those places for every search in one pass, past anchors whose next
-    # characters no probe allows, and most searches are not run at all.
+    # match before it. For ASCII text the prefilter (`_PLACES`) finds
+    # those places for every search in one pass, past anchors where none of
+    # its ways holds (a separator with no known prefix before it, say), and
+    # most searches are not run at all.
     if places is None:
         # Most searches find nothing, so the first one is made inline.
         for anchor, rx, passes in _TEXT_SEARCHES:
@@ -297,38 +297,108 @@ def _candidates(text: str) -> dict[int, list[int]]:
     return found
 
 
-# How many characters, the anchor's included, the prefilter tests at each anchor.
-_FOLLOW_WIDTH = 4
+# How far the prefilter reads around each anchor: the longest known prefix
+# before a separator, and the 32 characters of a generic high-entropy value
+# after "=" or ":".
+_BACK = 16
+_WIDTH = 34
 
 
-def _follow_tables() -> tuple[bytes, bytes]:
-    """`_first_places`' tables: the searches anchored on each byte, and each
-    search's `follow_sets` as byte maps. A lowercased search reads the text
-    lowered, so its maps take each byte by its lowercase."""
+class _Places(Protocol):
+    def places(self, text: str, /) -> list[int] | None: ...
+
+
+@dataclass(frozen=True)
+class PrefilterTables:
+    """The compiled prefilter's tables (see `_anchors.c`), built from `prefix.alternatives`.
+
+    ``ways[i]`` are search i's ways with each set as a map over the text's
+    bytes (a lowercased search's maps take each byte by its lowercase).
+    """
+
+    ways: tuple[tuple[dict[int, bytes], ...], ...]
+    anchored: bytes
+    searches: array[int]
+    bucket_ways: array[int]
+    way_start: array[int]
+    checks: array[int]
+    maps: bytes
+
+
+@cache
+def _byte_map(chars: frozenset[int], lowered: bool) -> bytes:
+    """Which bytes of the text may stand where ``chars`` may (ways repeat their sets)."""
+    return bytes(
+        1 if c < 0x80 and (ord(chr(c).lower()) if lowered else c) in chars else 0
+        for c in range(256)
+    )
+
+
+def _index_offset(ways: list[dict[int, bytes]]) -> int:
+    """The offset whose byte narrows the ways to try the most (the anchor's excepted)."""
+    offsets = sorted({at for way in ways for at in way if at != 0})
+
+    def tried(at: int) -> int:
+        return sum(sum(way[at]) if at in way else 256 for way in ways)
+
+    return min(offsets, key=lambda at: (tried(at), abs(at)), default=-1)
+
+
+def prefilter_tables() -> PrefilterTables:
     searches: list[tuple[re.Pattern[Any], bool]] = [(rx, False) for _, rx, _ in _TEXT_SEARCHES]
     searches += [(lrx, True) for _, lrx, _ in _LOWER_SEARCHES]
     anchored = array("I", bytes(4 * 256))
-    sets = bytearray()
+    maps: dict[bytes, int] = {}
+    rows, bucket_ways, way_start, checks = array("i"), array("i"), array("i", [0]), array("i")
+    all_ways: list[tuple[dict[int, bytes], ...]] = []
     for i, (rx, lowered) in enumerate(searches):
-        for k, chars in enumerate(follow_sets(rx, _FOLLOW_WIDTH)):
-            allowed = bytes(
-                1 if c < 0x80 and (ord(chr(c).lower()) if lowered else c) in chars else 0
-                for c in range(256)
+        ways = [
+            {at: _byte_map(chars, lowered) for at, chars in way.items()}
+            for way in alternatives(rx, _BACK, _WIDTH)
+        ]
+        all_ways.append(tuple(ways))
+        for way in ways:
+            first = way.get(0, _byte_map(ASCII, lowered))
+            for c in range(256):
+                anchored[c] |= first[c] << i
+        index = _index_offset(ways)
+        numbers = []
+        for way in ways:
+            numbers.append(len(way_start) - 1)
+            # The anchor is known, the index byte chosen the bucket; the
+            # narrowest maps go first, since most tests fail.
+            tests = sorted(
+                ((at, m) for at, m in way.items() if at not in (0, index)), key=lambda t: sum(t[1])
             )
-            sets += allowed
-            if k == 0:
-                for c in range(256):
-                    anchored[c] |= allowed[c] << i
-    return anchored.tobytes(), bytes(sets)
+            for at, m in tests:
+                checks.extend((at, maps.setdefault(m, len(maps))))
+            way_start.append(len(checks) // 2)
+        rows.append(index)
+        for b in range(257):
+            rows.append(len(bucket_ways))
+            bucket_ways.extend(
+                n
+                for n, way in zip(numbers, ways, strict=True)
+                if b == 256 or index not in way or way[index][b]
+            )
+        rows.append(len(bucket_ways))
+    return PrefilterTables(
+        tuple(all_ways), anchored.tobytes(), rows, bucket_ways, way_start, checks, b"".join(maps)
+    )
 
 
-def _prefilter() -> Callable[[str, bytes, bytes, int], list[int] | None] | None:
+def _prefilter() -> _Places | None:
     module = compiled.load("gateway.guard.detectors.secrets._anchors")
-    return None if module is None else module.first_places
+    if module is None:
+        return None
+    t = prefilter_tables()
+    prefilter: _Places = module.Prefilter(
+        t.anchored, t.searches, t.bucket_ways, t.way_start, t.checks, t.maps
+    )
+    return prefilter
 
 
-_first_places: Final = _prefilter()
-_ANCHORED, _FOLLOW_SETS = _follow_tables()
+_PLACES: Final = _prefilter()
 
 
 def _starts(rx: re.Pattern[AnyStr], subject: AnyStr, m: re.Match[AnyStr] | None) -> list[int]:

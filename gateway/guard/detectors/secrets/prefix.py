@@ -1,15 +1,25 @@
-"""What a pattern's match can hold in its first few characters, read from the pattern.
+"""What must stand around a pattern's match, read from the pattern: its alternatives'
+characters before and after the start.
 
 The secret scan's searches each start with one anchor character and test a
-probe there. `follow_sets` reads a compiled pattern's parse tree and returns,
-for each of the first characters of a match, the ASCII characters that can
-stand there in some match: a superset, never less. Lookarounds and anchors
-(zero-width) are passed over, a repeat's every count is followed, and
-whatever the reader does not model (backreferences, conditionals) lets any
-character stand from there on, as does the end of a match.
+probe there. `alternatives` reads a compiled pattern's parse tree and returns
+a list of ways a match can look near its start: each a map from offsets
+(negative ones before the match, read off its lookbehinds) to the ASCII
+characters that can stand there. Every match satisfies at least one of them:
+they are a superset, never less.
 
-The compiled prefilter (`_anchors.c`) tests these sets at every anchor of an
-ASCII text and hands each search the first place where its sets hold: no match
+* A top-level alternation, or one inside a group or an assertion, splits a
+  way in as many (up to `_MAX_WAYS`; beyond, the alternation adds nothing).
+* A lookbehind of width w at offset o says what stands at o - w .. o - 1;
+  a lookahead what stands from o on; both leave the offset where it was.
+  The separator rules, for one, hold their known prefixes in lookbehinds
+  ("dckr_pat" before "_"), and their bodies in a lookahead.
+* A repeat is read for its least count; from a repeat that may run longer,
+  or anything the reader does not model (backreferences, conditionals,
+  negative lookarounds), the offset is unknown and nothing further counts.
+
+The compiled prefilter (`_anchors.c`) tests the ways at every anchor of an
+ASCII text and hands each search the first place where one holds: no match
 can start before it.
 """
 
@@ -75,61 +85,108 @@ def _chars(op: Any, av: Any, icase: bool) -> frozenset[int]:
     return frozenset(c for c in out if c <= 0x7F)
 
 
-class _Reader:
-    def __init__(self, width: int) -> None:
-        self.width = width
-        self.sets: list[set[int]] = [set() for _ in range(width)]
-        # From this offset on any character may stand (an item not modelled).
-        self.free_from = width
+# Past this many ways, an alternation is read as saying nothing.
+_MAX_WAYS = 256
+# Offsets tracked from the anchor; further on the offset counts as unknown.
+_MAX_OFFSET = 64
 
-    def seq(self, items: Any, starts: set[int], icase: bool) -> set[int]:
-        """Read `items` from each offset in `starts`; the offsets (< width) where they end."""
+Way = dict[int, frozenset[int]]  # offset from the match start -> allowed ASCII codes
+_State = tuple[int | None, Way]  # where the reading stands (None: unknown), and what it found
+
+
+class _Reader:
+    def __init__(self, back: int, width: int) -> None:
+        self.back = back
+        self.width = width
+
+    def _at(self, way: Way, at: int, chars: frozenset[int]) -> Way | None:
+        """``way`` with ``chars`` required at ``at``; None if nothing can stand there."""
+        if not -self.back <= at < self.width:
+            return way
+        before = way.get(at, ASCII)
+        now = before & chars
+        if not now:
+            return None
+        if now == before:
+            return way
+        return {**way, at: now}
+
+    def seq(self, items: Any, states: list[_State], icase: bool) -> list[_State]:
         for op, av in items:
-            if not starts:
+            if not states:
                 break
             if op in (sre.LITERAL, sre.NOT_LITERAL, sre.ANY, sre.IN):
                 chars = _chars(op, av, icase)
-                for at in starts:
-                    self.sets[at] |= chars
-                starts = {at + 1 for at in starts if at + 1 < self.width}
+                out: list[_State] = []
+                for at, way in states:
+                    if at is None:
+                        out.append((None, way))
+                    elif (narrowed := self._at(way, at, chars)) is not None:
+                        out.append((at + 1 if at + 1 < _MAX_OFFSET else None, narrowed))
+                states = out
             elif op in (sre.MAX_REPEAT, sre.MIN_REPEAT, sre.POSSESSIVE_REPEAT):
                 low, high, sub = av
-                ends = set(starts) if low == 0 else set()
-                current, count = set(starts), 0
-                while current and (high == sre.MAXREPEAT or count < high):
-                    current = self.seq(sub, current, icase)
-                    count += 1
-                    if count >= low:
-                        if current <= ends:
-                            break  # nothing new: more repeats reach the same offsets
-                        ends |= current
-                starts = ends
+                for _ in range(min(low, _MAX_OFFSET)):
+                    states = _distinct(self.seq(sub, states, icase))
+                lo, hi = sub.getwidth()
+                if high != low or lo != hi or low > _MAX_OFFSET:
+                    states = [(None, way) for _, way in states]
             elif op is sre.SUBPATTERN:
                 _, add, remove, sub = av
-                starts = self.seq(sub, starts, (icase or bool(add & re.I)) and not remove & re.I)
+                states = self.seq(sub, states, (icase or bool(add & re.I)) and not remove & re.I)
             elif op is sre.ATOMIC_GROUP:
-                starts = self.seq(av, starts, icase)
+                states = self.seq(av, states, icase)
             elif op is sre.BRANCH:
-                joined: set[int] = set()
-                for sub in av[1]:
-                    joined |= self.seq(sub, set(starts), icase)
-                starts = joined
-            elif op in (sre.ASSERT, sre.ASSERT_NOT, sre.AT):
-                pass  # zero-width
+                states = self._branch(av[1], states, icase)
+            elif op is sre.ASSERT:
+                direction, sub = av
+                out = []
+                for at, way in states:
+                    if at is None:
+                        out.append((None, way))
+                        continue
+                    start = at - sub.getwidth()[0] if direction < 0 else at
+                    out += [(at, found) for _, found in self.seq(sub, [(start, way)], icase)]
+                states = _distinct(out)
+            elif op in (sre.ASSERT_NOT, sre.AT):
+                pass  # zero-width, and says nothing that must stand anywhere
             else:
-                self.free_from = min(self.free_from, *starts)
-                return set()
-        return starts
+                states = [(None, way) for _, way in states]
+        return states
+
+    def _branch(self, branches: Any, states: list[_State], icase: bool) -> list[_State]:
+        out: list[_State] = []
+        for sub in branches:
+            out += self.seq(sub, list(states), icase)
+        out = _distinct(out)
+        if len(out) <= _MAX_WAYS:
+            return out
+        # Too many ways: the alternation requires nothing, and where it ends
+        # is known only if every branch has one and the same width.
+        widths = {sub.getwidth() for sub in branches}
+        lo, hi = next(iter(widths))
+        if len(widths) > 1 or lo != hi:
+            return [(None, way) for _, way in states]
+        return [
+            (at + lo if at is not None and at + lo < _MAX_OFFSET else None, way)
+            for at, way in states
+        ]
 
 
-def follow_sets(pattern: re.Pattern[Any], width: int) -> list[frozenset[int]]:
-    """For offsets 0 to width - 1 of a match, the ASCII characters (codes) that can stand there.
+def _distinct(states: list[_State]) -> list[_State]:
+    found: dict[tuple[object, ...], _State] = {}
+    for at, way in states:
+        found.setdefault((at, *sorted(way.items())), (at, way))
+    return list(found.values())
 
-    An offset a match may not reach (it can end before) allows every character.
+
+def alternatives(pattern: re.Pattern[Any], back: int, width: int) -> list[Way]:
+    """The ways a match of ``pattern`` can look from ``back`` characters before
+    its start to ``width`` after it: every match satisfies one of them.
+
+    Offsets outside that window, and offsets a way does not name, allow any
+    character. An empty list: the pattern cannot match ASCII text.
     """
-    source = pattern.pattern
-    tree = sre_parse.parse(source, pattern.flags)
-    reader = _Reader(width)
-    ends = reader.seq(list(tree), {0}, bool(pattern.flags & re.I))
-    free = min(reader.free_from, *ends) if ends else reader.free_from
-    return [ASCII if at >= free else frozenset(reader.sets[at]) for at in range(width)]
+    tree = sre_parse.parse(pattern.pattern, pattern.flags)
+    states = _Reader(back, width).seq(list(tree), [(0, {})], bool(pattern.flags & re.I))
+    return [way for _, way in _distinct(states)]
