@@ -28,7 +28,8 @@ PROBES = {
     ),
     "encoded-run search": (
         "from gateway.guard.detectors.injection import decoders;"
-        "print(decoders._find_blobs is decoders._blobs)"
+        "print(decoders._find_blobs is decoders._blobs"
+        " and decoders._has_dot_dash is decoders._dot_dash)"
     ),
     "secret-scan prefilter": (
         "from gateway.guard.detectors.secrets import engine;print(engine._PLACES is None)"

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.guard.detectors.injection import decoders
-from gateway.guard.detectors.injection._blobs import blobs
+from gateway.guard.detectors.injection._blobs import blobs, dot_dash
 from tests.guard.texts import differential_texts
 
 
@@ -108,3 +108,33 @@ def test_corpora_agent_turns_and_floor_texts() -> None:
     texts = differential_texts("blobs")
     assert disagreements(texts) == []
     assert sum(1 for t in texts if python(t)) > 1000
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "-",
+        ".",
+        "-.",
+        ".-",
+        "a-.b",
+        "x.-",
+        "--..",
+        "- .",
+        "-\u00e9.",
+        "a--b..c",
+        "1.5-2",
+        "a-b.c",
+    ],
+)
+def test_the_dot_dash_test_of_each_placement(text: str) -> None:
+    raw = text.encode()
+    assert dot_dash(raw) is decoders._dot_dash(raw)
+
+
+def test_the_dot_dash_test_agrees_on_every_text() -> None:
+    texts = differential_texts("dot-dash")
+    raws = [t.encode("utf-8", "surrogatepass") for t in texts]
+    assert [dot_dash(r) for r in raws] == [decoders._dot_dash(r) for r in raws]
+    assert 50 < sum(map(decoders._dot_dash, raws)) < len(raws) - 50

@@ -186,12 +186,16 @@ def _blobs(raw: bytes) -> Iterator[tuple[str, bool]]:
         at = alnum.find(_LONG_RUN, end)
 
 
-def _compiled_blobs() -> Callable[[bytes], Iterable[tuple[str, bool]]]:
-    module = compiled.load("gateway.guard.detectors.injection._blobs")
-    return _blobs if module is None else module.blobs
+def _dot_dash(raw: bytes) -> bool:
+    """Whether a dot stands next to a dash: the morse check's first test."""
+    return b".-" in raw or b"-." in raw
 
 
-_find_blobs: Final = _compiled_blobs()
+_BLOBS_C: Final = compiled.load("gateway.guard.detectors.injection._blobs")
+_find_blobs: Final[Callable[[bytes], Iterable[tuple[str, bool]]]] = (
+    _blobs if _BLOBS_C is None else _BLOBS_C.blobs
+)
+_has_dot_dash: Final[Callable[[bytes], bool]] = _dot_dash if _BLOBS_C is None else _BLOBS_C.dot_dash
 
 
 def _runs(text: str, opener: str, pattern: re.Pattern[str]) -> Iterator[str]:
@@ -263,7 +267,7 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
     # Twelve morse letters make a run of 24+ characters without a letter or
     # digit: a dot next to a dash, then one search in an image of the
     # letters and digits, then the dots and dashes.
-    if (".-" in text or "-." in text) and _MORSE_GAP in raw.translate(_ALNUM_IMAGE):
+    if _has_dot_dash(raw) and _MORSE_GAP in raw.translate(_ALNUM_IMAGE):
         for count, m in enumerate(_MORSE_RUN.finditer(text)):
             decoded = _morse_text(m.group())
             if decoded:
