@@ -106,6 +106,14 @@ typedef struct {
     uint64_t counted; /* scan number in which its feature was last counted */
 } Entry;
 
+/* A word of the text being read: where it is, and its hash. */
+typedef struct {
+    Py_ssize_t start;
+    Py_ssize_t len;
+    uint64_t hash;
+} Word;
+
+#define BATCH 16 /* words whose lookups wait for memory together */
 #define SEEN_START 512
 #define SEEN_KEEP 65536 /* a larger table of words seen is not kept between scans */
 
@@ -294,42 +302,66 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     uint64_t scan = ++self->scans;
     Py_ssize_t count = 0, known_words = 0, known_features = 0;
     long long total = 0;
+    /* Words are read in batches: each word's first vocabulary slot and entry
+     * are requested from memory when it is hashed, then each slot's word bytes,
+     * and only then is each word looked up. The vocabulary's tables are
+     * megabytes, mostly out of cache between requests, and a batch waits for
+     * its misses together rather than one after another. */
+    Word batch[BATCH];
+    const Table *table = &self->table;
     Py_ssize_t i = 0;
-    for (;;) {
-        while (i < n && !is_word_byte[s[i]]) {
-            i++;
+    while (i < n) {
+        int size = 0;
+        while (size < BATCH) {
+            while (i < n && !is_word_byte[s[i]]) {
+                i++;
+            }
+            if (i >= n) {
+                break;
+            }
+            Py_ssize_t start = i;
+            while (i < n && is_word_byte[s[i]]) {
+                i++;
+            }
+            uint64_t hash = HASH_BYTES(s + start, i - start);
+            size_t home = (size_t)hash & table->mask;
+            __builtin_prefetch(&table->slots[home]);
+            __builtin_prefetch(&self->entries[home]);
+            batch[size++] = (Word){start, i - start, hash};
         }
-        if (i >= n) {
-            break;
+        for (int b = 0; b < size; b++) {
+            const Slot *home = &table->slots[(size_t)batch[b].hash & table->mask];
+            if (home->gen == table->gen && home->hash == batch[b].hash) {
+                __builtin_prefetch(home->data);
+            }
         }
-        Py_ssize_t start = i;
-        while (i < n && is_word_byte[s[i]]) {
-            i++;
-        }
-        count++;
-        Py_ssize_t len = i - start;
-        uint64_t hash = HASH_BYTES(s + start, len);
-        Slot *slot = table_find(seen, hash, s + start, len);
-        if (slot->gen == seen->gen) {
-            continue; /* seen before: counted, and looked up already */
-        }
-        *slot = (Slot){hash, seen->gen, s + start, len};
-        Slot *at = table_find(&self->table, hash, s + start, len);
-        if (at->gen == self->table.gen) {
-            Entry *entry = &self->entries[at - self->table.slots];
-            if (entry->listed && PySet_Add(known, entry->word) < 0) {
+        for (int b = 0; b < size; b++) {
+            const unsigned char *word = s + batch[b].start;
+            Py_ssize_t len = batch[b].len;
+            uint64_t hash = batch[b].hash;
+            count++;
+            Slot *slot = table_find(seen, hash, word, len);
+            if (slot->gen == seen->gen) {
+                continue; /* seen before: counted, and looked up already */
+            }
+            *slot = (Slot){hash, seen->gen, word, len};
+            Slot *at = table_find(table, hash, word, len);
+            if (at->gen == table->gen) {
+                Entry *entry = &self->entries[at - table->slots];
+                if (entry->listed && PySet_Add(known, entry->word) < 0) {
+                    goto error;
+                }
+                known_words++;
+                Entry *feature = &self->entries[entry->feature];
+                if (feature->counted != scan) {
+                    feature->counted = scan;
+                    known_features++;
+                    total += feature->weight;
+                }
+            }
+            if (++seen->used * 2 > seen->mask + 1 && table_grow(seen) < 0) {
                 goto error;
             }
-            known_words++;
-            Entry *feature = &self->entries[entry->feature];
-            if (feature->counted != scan) {
-                feature->counted = scan;
-                known_features++;
-                total += feature->weight;
-            }
-        }
-        if (++seen->used * 2 > seen->mask + 1 && table_grow(seen) < 0) {
-            goto error;
         }
     }
     Py_ssize_t distinct = (Py_ssize_t)seen->used;
