@@ -34,6 +34,9 @@ PROBES = {
     "secret-scan prefilter": (
         "from gateway.guard.detectors.secrets import engine;print(engine._PLACES is None)"
     ),
+    "answer word test": (
+        "from gateway.wire import replies;print(replies.names_no_call is replies._py_names_no_call)"
+    ),
     "colon proof": (
         "from gateway.wire import jsontext;print(jsontext._same_colons is jsontext._py_same_colons)"
     ),

@@ -9,8 +9,10 @@ shapes passes unchanged.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
+from gateway import compiled
 from gateway.wire.calls import ToolCall
 from gateway.wire.replies.base import (
     BodyEditor,
@@ -59,9 +61,16 @@ def body_editor(body: object, rewrite: Rewrite | None = None) -> BodyEditor | No
 _CALL_WORDS = re.compile(rb"_call|function|tool_use|\\u")
 
 
-def names_no_call(raw: bytes) -> bool:
+def _py_names_no_call(raw: bytes) -> bool:
     """Whether these bytes cannot hold a tool call in any answer format."""
     return _CALL_WORDS.search(raw) is None
+
+
+# The same, by memchr for the words' rare bytes (`_names.c`), when it is built.
+_NAMES_C: Final = compiled.load("gateway.wire.replies._names")
+names_no_call: Final[Callable[[bytes], bool]] = (
+    _py_names_no_call if _NAMES_C is None else _NAMES_C.names_no_call
+)
 
 
 def _kind(payload: dict[str, Any]) -> str | None:
