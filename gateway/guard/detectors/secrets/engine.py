@@ -345,6 +345,13 @@ def _index_offset(ways: list[dict[int, bytes]]) -> int:
 
 
 def prefilter_tables() -> PrefilterTables:
+    """Every search's ways (`prefix.alternatives`) laid out for `_anchors.Prefilter`.
+
+    A search's row is its index offset and the starts of 257 buckets of way
+    numbers: bucket b holds the ways that allow byte b there (a way that says
+    nothing there is in every bucket), and bucket 256, for an index offset
+    off the text, holds them all. A way's checks are (offset, map) pairs.
+    """
     searches: list[tuple[re.Pattern[Any], bool]] = [(rx, False) for _, rx, _ in _TEXT_SEARCHES]
     searches += [(lrx, True) for _, lrx, _ in _LOWER_SEARCHES]
     anchored = array("I", bytes(4 * 256))
