@@ -17,6 +17,7 @@
 #include <Python.h>
 #include <string.h>
 
+#include "_ascii.h"
 #include "_rows.h"
 
 /* unwrap._IMAGE: a base64 character counts towards a run (RUN); "-" and "_"
@@ -363,21 +364,15 @@ quiet(const unsigned char *s, Py_ssize_t n)
 static PyObject *
 gate_clean(PyObject *module, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "clean() takes a str");
+    const unsigned char *s;
+    Py_ssize_t n;
+    int ascii = ascii_bytes(text, "clean()", &s, &n);
+    if (ascii < 0) {
         return NULL;
     }
-#if PY_VERSION_HEX < 0x030C0000
-    /* Strings are always ready from 3.12 on, where the macro is deprecated. */
-    if (PyUnicode_READY(text) < 0) {
-        return NULL;
-    }
-#endif
-    if (!PyUnicode_IS_ASCII(text)) {
+    if (!ascii) {
         Py_RETURN_FALSE;
     }
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     if (has_escapes(s, n) || !quiet(s, n)) {
         Py_RETURN_FALSE;
     }

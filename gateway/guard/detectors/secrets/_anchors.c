@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_ascii.h"
+
 #define MAX_SEARCHES 32
 #define BUCKETS 257 /* one per byte, and one with every way for an index offset off the text */
 
@@ -200,21 +202,15 @@ holds(const Prefilter *self, int i, const unsigned char *s, Py_ssize_t n, Py_ssi
 static PyObject *
 prefilter_places(Prefilter *self, PyObject *text)
 {
-    if (!PyUnicode_Check(text)) {
-        PyErr_SetString(PyExc_TypeError, "places() takes a str");
+    const unsigned char *s;
+    Py_ssize_t n;
+    int ascii = ascii_bytes(text, "places()", &s, &n);
+    if (ascii < 0) {
         return NULL;
     }
-#if PY_VERSION_HEX < 0x030C0000
-    /* Strings are always ready from 3.12 on, where the macro is deprecated. */
-    if (PyUnicode_READY(text) < 0) {
-        return NULL;
-    }
-#endif
-    if (!PyUnicode_IS_ASCII(text)) {
+    if (!ascii) {
         Py_RETURN_NONE;
     }
-    const unsigned char *s = PyUnicode_1BYTE_DATA(text);
-    Py_ssize_t n = PyUnicode_GET_LENGTH(text);
     Py_ssize_t first[MAX_SEARCHES];
     uint32_t pending = self->count == 32 ? UINT32_MAX : ((uint32_t)1 << self->count) - 1;
     for (int i = 0; i < self->count; i++) {
