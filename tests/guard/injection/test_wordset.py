@@ -146,6 +146,20 @@ def test_corpora_scan_the_same_way() -> None:
     assert checked > 1000
 
 
+def test_a_vocabulary_larger_than_the_model_s() -> None:
+    """70,000 words: entry numbers take 17 bits of a slot, and the texts are
+    full of near misses (a known word with a letter more or less) that share
+    slots and hash bits with the words they resemble."""
+    words = [f"w{i:x}" for i in range(0, 140_000, 2)]
+    weights = {w: i - 35_000 for i, w in enumerate(words[::3])}
+    aliases = {w: words[-1] for w in words[1:2000:7]}
+    compiled = Vocabulary(words, weights, aliases)
+    python = text._PyVocabulary(words, weights, aliases)
+    near = [f"w{i:x}" for i in range(0, 140_000, 97)] + [f"w{i:x}0" for i in range(0, 9000, 5)]
+    for sample in (" ".join(near), " ".join(words[::11]), " ".join(near[:300] + words[:300])):
+        same(compiled, python, words, sample)
+
+
 class OnlyKnown(text._PyVocabulary):
     """The Python scan narrowed to the vocabulary, as the compiled one returns it."""
 

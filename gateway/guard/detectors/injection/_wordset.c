@@ -32,9 +32,10 @@ static unsigned char is_word_byte[256];
 #define HASH_BYTES(data, len) ((uint64_t)_Py_HashBytes((data), (len)))
 #endif
 
-/* Open addressing with linear probing; capacity a power of two, at most half
- * full. A slot is in use when its `gen` is the table's current one, so a
- * table is emptied by a new generation instead of by zeroing it. */
+/* The words of the text being read: open addressing with linear probing;
+ * capacity a power of two, at most half full. A slot is in use when its `gen`
+ * is the table's current one, so the table is emptied by a new generation
+ * instead of by zeroing it. */
 typedef struct {
     uint64_t hash;
     uint64_t gen;
@@ -97,13 +98,18 @@ table_grow(Table *t)
     return 0;
 }
 
-/* What the vocabulary knows of a word. */
+/* What the vocabulary knows of a word. The vocabulary is read for every word
+ * of every text, and in a served request mostly from memory rather than
+ * cache (the request runs far more code than the scan), so it is kept small:
+ * entries are dense, their words' bytes are packed in one block, and the
+ * index over them is 32 bits a slot (see `vocabulary_find`). */
 typedef struct {
-    PyObject *word;
-    int listed; /* a word of `words` (the others only carry weights and aliases) */
+    uint64_t counted; /* scan number in which this entry's weight was last counted */
     long long weight; /* of the feature this entry stands for */
-    Py_ssize_t feature; /* index of the entry whose weight counts for this word */
-    uint64_t counted; /* scan number in which its feature was last counted */
+    uint32_t feature; /* entry whose weight counts for this word */
+    uint32_t len;
+    uint32_t offset; /* of the word's bytes in `bytes` */
+    uint32_t listed; /* a word of `words` (the others only carry weights and aliases) */
 } Entry;
 
 /* A word of the text being read: where it is, and its hash. */
@@ -119,25 +125,66 @@ typedef struct {
 
 typedef struct {
     PyObject_HEAD
-    Table table; /* vocabulary words; slot i describes entries[i] */
+    /* Open addressing with linear probing over `mask + 1` slots, at most half
+     * full. A slot is 0 when empty, else its entry's number + 1 in the bits
+     * of `number_mask` and the upper half of the word's hash in the others,
+     * so a probe passes over most other words without reading their entry. */
+    uint32_t *index;
+    size_t mask;
+    uint32_t number_mask;
     Entry *entries;
-    PyObject *words; /* keeps the str objects the tables point into */
+    uint32_t count; /* entries in use */
+    unsigned char *bytes; /* every entry's word, back to back */
+    uint32_t bytes_used;
+    PyObject **objects; /* entry -> its str, for the result set */
+    PyObject *words; /* keeps those str objects alive */
     Table seen; /* the words of the text being read */
     uint64_t scans;
 } Vocabulary;
 
+static inline uint32_t
+hash_tag(const Vocabulary *self, uint64_t hash)
+{
+    return (uint32_t)(hash >> 32) & ~self->number_mask;
+}
+
+/* The entry of the word, or -1 if the vocabulary does not know it. */
+static inline Py_ssize_t
+vocabulary_find(const Vocabulary *self, uint64_t hash, const unsigned char *data, Py_ssize_t len)
+{
+    uint32_t tag = hash_tag(self, hash);
+    size_t i = (size_t)hash & self->mask;
+    for (;;) {
+        uint32_t slot = self->index[i];
+        if (slot == 0) {
+            return -1;
+        }
+        if ((slot & ~self->number_mask) == tag) {
+            Py_ssize_t number = (Py_ssize_t)(slot & self->number_mask) - 1;
+            const Entry *entry = &self->entries[number];
+            if ((Py_ssize_t)entry->len == len && memcmp(self->bytes + entry->offset, data, len) == 0) {
+                return number;
+            }
+        }
+        i = (i + 1) & self->mask;
+    }
+}
+
 static void
 vocabulary_dealloc(Vocabulary *self)
 {
-    PyMem_Free(self->table.slots);
+    PyMem_Free(self->index);
     PyMem_Free(self->entries);
+    PyMem_Free(self->bytes);
+    PyMem_Free(self->objects);
     PyMem_Free(self->seen.slots);
     Py_XDECREF(self->words);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* The entry for `word`, added if it is new: its index, or -1 if the word
- * cannot occur in ASCII text (-2 with an exception set). */
+/* The entry for `word`, added if it is new: its number, or -1 if the word
+ * cannot occur in ASCII text (-2 with an exception set). Room for every word
+ * of `self->words` was made in advance. */
 static Py_ssize_t
 vocabulary_add(Vocabulary *self, PyObject *word)
 {
@@ -151,14 +198,21 @@ vocabulary_add(Vocabulary *self, PyObject *word)
     const unsigned char *data = PyUnicode_1BYTE_DATA(word);
     Py_ssize_t len = PyUnicode_GET_LENGTH(word);
     uint64_t hash = HASH_BYTES(data, len);
-    Slot *slot = table_find(&self->table, hash, data, len);
-    Py_ssize_t index = slot - self->table.slots;
-    if (slot->gen != self->table.gen) {
-        *slot = (Slot){hash, self->table.gen, data, len};
-        self->table.used++;
-        self->entries[index] = (Entry){word, 0, 0, index, 0};
+    Py_ssize_t found = vocabulary_find(self, hash, data, len);
+    if (found >= 0) {
+        return found;
     }
-    return index;
+    size_t i = (size_t)hash & self->mask;
+    while (self->index[i] != 0) {
+        i = (i + 1) & self->mask;
+    }
+    uint32_t number = self->count++;
+    self->index[i] = hash_tag(self, hash) | (number + 1);
+    memcpy(self->bytes + self->bytes_used, data, len);
+    self->entries[number] = (Entry){0, 0, number, (uint32_t)len, self->bytes_used, 0};
+    self->objects[number] = word;
+    self->bytes_used += (uint32_t)len;
+    return number;
 }
 
 static PyObject *
@@ -212,13 +266,34 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->words = words;
     Py_ssize_t n = PyTuple_GET_SIZE(words);
+    /* Every word in the tuple is added at most once; room for all of them. */
+    size_t total = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *word = PyTuple_GET_ITEM(words, i);
+        if (PyUnicode_Check(word) && PyUnicode_IS_ASCII(word)) {
+            total += (size_t)PyUnicode_GET_LENGTH(word);
+        }
+    }
+    if ((uint64_t)n >= (uint64_t)1 << 30 || total > UINT32_MAX) {
+        PyErr_SetString(PyExc_OverflowError, "Vocabulary() holds too many words");
+        goto fail;
+    }
     size_t capacity = 16;
     while (capacity < (size_t)n * 2 + 2) {
         capacity *= 2;
     }
-    self->entries = PyMem_Calloc(capacity, sizeof(Entry));
-    if (self->entries == NULL || table_init(&self->table, capacity) < 0
-        || table_init(&self->seen, SEEN_START) < 0) {
+    uint32_t number_mask = 1;
+    while (number_mask < (uint32_t)n + 1) {
+        number_mask = number_mask * 2 + 1;
+    }
+    self->number_mask = number_mask;
+    self->mask = capacity - 1;
+    self->index = PyMem_Calloc(capacity, sizeof(uint32_t));
+    self->entries = PyMem_Calloc((size_t)n + 1, sizeof(Entry));
+    self->objects = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
+    self->bytes = PyMem_Malloc(total + 1);
+    if (self->index == NULL || self->entries == NULL || self->objects == NULL
+        || self->bytes == NULL || table_init(&self->seen, SEEN_START) < 0) {
         if (!PyErr_Occurred()) {
             PyErr_NoMemory();
         }
@@ -226,16 +301,16 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *word = PyTuple_GET_ITEM(words, i);
-        Py_ssize_t index = vocabulary_add(self, word);
-        if (index == -2) {
+        Py_ssize_t number = vocabulary_add(self, word);
+        if (number == -2) {
             goto fail;
         }
-        if (index >= 0) {
+        if (number >= 0) {
             int is_listed = PySet_Contains(listed, word);
             if (is_listed < 0) {
                 goto fail;
             }
-            self->entries[index].listed = is_listed;
+            self->entries[number].listed = (uint32_t)is_listed;
         }
     }
     Py_CLEAR(listed);
@@ -245,23 +320,23 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         if (weight == -1 && PyErr_Occurred()) {
             goto fail;
         }
-        Py_ssize_t index = vocabulary_add(self, key);
-        if (index == -2) {
+        Py_ssize_t number = vocabulary_add(self, key);
+        if (number == -2) {
             goto fail;
         }
-        if (index >= 0) {
-            self->entries[index].weight = weight;
+        if (number >= 0) {
+            self->entries[number].weight = weight;
         }
     }
     pos = 0;
     while (aliases != NULL && PyDict_Next(aliases, &pos, &key, &value)) {
-        Py_ssize_t index = vocabulary_add(self, key);
+        Py_ssize_t number = vocabulary_add(self, key);
         Py_ssize_t target = vocabulary_add(self, value);
-        if (index == -2 || target == -2) {
+        if (number == -2 || target == -2) {
             goto fail;
         }
-        if (index >= 0 && target >= 0) {
-            self->entries[index].feature = target;
+        if (number >= 0 && target >= 0) {
+            self->entries[number].feature = (uint32_t)target;
         }
     }
     return (PyObject *)self;
@@ -302,13 +377,13 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     uint64_t scan = ++self->scans;
     Py_ssize_t count = 0, known_words = 0, known_features = 0;
     long long total = 0;
-    /* Words are read in batches: each word's first vocabulary slot and entry
-     * are requested from memory when it is hashed, then each slot's word bytes,
-     * and only then is each word looked up. The vocabulary's tables are
-     * megabytes, mostly out of cache between requests, and a batch waits for
-     * its misses together rather than one after another. */
+    /* Words are read in batches: each word's index slot is requested from
+     * memory when it is hashed, then the entry a matching slot names, and
+     * only then is each word looked up, so a batch waits for its misses
+     * together rather than one after another. (The words' bytes, 140 KB for
+     * the model's vocabulary, are mostly in cache; asking for them too was
+     * measured no faster.) */
     Word batch[BATCH];
-    const Table *table = &self->table;
     Py_ssize_t i = 0;
     while (i < n) {
         int size = 0;
@@ -324,15 +399,13 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
                 i++;
             }
             uint64_t hash = HASH_BYTES(s + start, i - start);
-            size_t home = (size_t)hash & table->mask;
-            __builtin_prefetch(&table->slots[home]);
-            __builtin_prefetch(&self->entries[home]);
+            __builtin_prefetch(&self->index[(size_t)hash & self->mask]);
             batch[size++] = (Word){start, i - start, hash};
         }
         for (int b = 0; b < size; b++) {
-            const Slot *home = &table->slots[(size_t)batch[b].hash & table->mask];
-            if (home->gen == table->gen && home->hash == batch[b].hash) {
-                __builtin_prefetch(home->data);
+            uint32_t slot = self->index[(size_t)batch[b].hash & self->mask];
+            if (slot != 0 && (slot & ~self->number_mask) == hash_tag(self, batch[b].hash)) {
+                __builtin_prefetch(&self->entries[(slot & self->number_mask) - 1]);
             }
         }
         for (int b = 0; b < size; b++) {
@@ -345,10 +418,10 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
                 continue; /* seen before: counted, and looked up already */
             }
             *slot = (Slot){hash, seen->gen, word, len};
-            Slot *at = table_find(table, hash, word, len);
-            if (at->gen == table->gen) {
-                Entry *entry = &self->entries[at - table->slots];
-                if (entry->listed && PySet_Add(known, entry->word) < 0) {
+            Py_ssize_t number = vocabulary_find(self, hash, word, len);
+            if (number >= 0) {
+                Entry *entry = &self->entries[number];
+                if (entry->listed && PySet_Add(known, self->objects[number]) < 0) {
                     goto error;
                 }
                 known_words++;
