@@ -15,6 +15,13 @@ under `valgrind --tool=callgrind`. A server starts with instrumentation off
 answers warm-up requests, has its counters zeroed, answers the measured
 requests and is dumped; instructions per request is the dump's total over
 the requests answered. Stages are differences between neighbouring builds.
+
+Callgrind also runs a model of one core's caches (32 KB L1 for instructions
+and for data, a 512 KB last level: the L2 of this machine's cores, without
+the L3 they share) and counts the misses, as exact from run to run as the
+instructions. The model is fixed, so the counts compare across machines.
+They are the part of a request's cost that instruction counts leave out:
+code and tables that do not stay in cache between one request's steps.
 """
 
 from __future__ import annotations
@@ -53,7 +60,12 @@ from bench._corpus import AgentTurns
 from bench.breakdown import STAGES, VARIANTS
 
 CHAT = "/v1/chat/completions"
-_SUMMARY = re.compile(r"^summary: (\d+)$", re.M)
+_EVENTS = re.compile(r"^events: (.+)$", re.M)
+_SUMMARY = re.compile(r"^summary: ([\d ]+)$", re.M)
+# The cache model: one core's L1s and its L2 as the last level (size, ways, line).
+_CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=524288,8,64")
+_L1_MISSES = ("I1mr", "D1mr", "D1mw")
+_LL_MISSES = ("ILmr", "DLmr", "DLmw")
 # What `overhead` and `breakdown` aim for, as a ratio of instructions.
 _TARGET_RATIO = 0.55
 # Wider stages, for the modes that run fewer builds.
@@ -93,6 +105,9 @@ class Bench:
         self.valgrind = peers.Prepared(False, "not looked for")
         self.control = ""
         self.instructions: dict[str, float] = {}
+        # Modeled cache misses per request: first level (code and data), last level.
+        self.l1_misses: dict[str, float] = {}
+        self.ll_misses: dict[str, float] = {}
         self.answered: dict[str, int] = {}
 
     def start(self) -> None:
@@ -111,6 +126,8 @@ class Bench:
             self.valgrind.path,
             "--tool=callgrind",
             "--instr-atstart=no",
+            "--cache-sim=yes",
+            *_CACHES,
             f"--callgrind-out-file={out}",
         ]
         if name == "bare":
@@ -158,14 +175,17 @@ class Bench:
             self._control(service.pid, "--dump=measured")
         finally:
             self.services.stop(service)
-        total = 0
+        totals: dict[str, int] = {}
         for dump in out.parent.glob(out.name + ".*"):
             text = dump.read_text(errors="replace")
             if "Trigger: dump measured" in text:
-                total += sum(int(n) for n in _SUMMARY.findall(text))
-        if total == 0:
+                for event, value in _summary(text).items():
+                    totals[event] = totals.get(event, 0) + value
+        if not totals.get("Ir"):
             raise RuntimeError(f"{key}: callgrind wrote no measured dump")
-        self.instructions[key] = total / answered
+        self.instructions[key] = totals["Ir"] / answered
+        self.l1_misses[key] = sum(totals.get(e, 0) for e in _L1_MISSES) / answered
+        self.ll_misses[key] = sum(totals.get(e, 0) for e in _LL_MISSES) / answered
         self.answered[key] = answered
 
     async def run(self) -> None:
@@ -197,29 +217,40 @@ class Bench:
         )
         bare = count.get("bare")
         labels = {"bare": "bare aiohttp proxy", **{v[0]: v[2] for v in VARIANTS}}
-        rows: list[list[object]] = []
-        for name in self.plan.servers:
-            value = count.get(name)
-            rows.append(
-                [
-                    labels[name],
-                    value / 1e6 if value else None,
-                    bare / value if bare and value else None,
-                ]
-            )
+
+        def server_row(label: str, key: str, base: str) -> list[object]:
+            value, base_value = count.get(key), count.get(base)
+            l1, ll = self.l1_misses.get(key), self.ll_misses.get(key)
+            base_ll = self.ll_misses.get(base)
+            return [
+                label,
+                value / 1e6 if value else None,
+                base_value / value if base_value and value else None,
+                l1 / 1e3 if l1 else None,
+                ll / 1e3 if ll else None,
+                base_ll / ll if base_ll and ll else None,
+            ]
+
+        rows = [server_row(labels[name], name, "bare") for name in self.plan.servers]
+        rows += [
+            server_row(labels[name] + ", streamed", f"{name}_stream", "bare_stream")
+            for name in self.plan.streamed
+        ]
         stream_bare = count.get("bare_stream")
-        for name in self.plan.streamed:
-            value = count.get(f"{name}_stream")
-            rows.append(
-                [
-                    labels[name] + ", streamed",
-                    value / 1e6 if value else None,
-                    stream_bare / value if stream_bare and value else None,
-                ]
-            )
         rep.add(
-            "servers",
-            table(["server", "M instructions/request", "bare / server"], rows, digits=3),
+            "servers (misses: the cache model's, see the module's docstring)",
+            table(
+                [
+                    "server",
+                    "M instructions/request",
+                    "bare / server",
+                    "k L1 misses/request",
+                    "k last-level misses/request",
+                    "bare / server, last-level misses",
+                ],
+                rows,
+                digits=3,
+            ),
         )
         stage_data: dict[str, float | None] = {}
         stage_rows: list[list[object]] = []
@@ -263,6 +294,8 @@ class Bench:
             "benchmark": "instructions",
             "mode": self.opts.mode,
             "instructions_per_request": {k: round(v) for k, v in count.items()},
+            "l1_misses_per_request": {k: round(v) for k, v in self.l1_misses.items()},
+            "last_level_misses_per_request": {k: round(v) for k, v in self.ll_misses.items()},
             "requests_counted": self.answered,
             "ratio_vs_bare": full,
             "ratio_vs_bare_without_guard": no_guard,
@@ -281,6 +314,15 @@ class Bench:
             "machine": info,
         }
         return rep
+
+
+def _summary(dump: str) -> dict[str, int]:
+    """Each event's total in one callgrind dump, by the names of its `events:` line."""
+    events = _EVENTS.search(dump)
+    summary = _SUMMARY.search(dump)
+    if events is None or summary is None:
+        return {}
+    return dict(zip(events.group(1).split(), map(int, summary.group(1).split()), strict=False))
 
 
 def main(argv: Sequence[str]) -> int:

@@ -44,6 +44,14 @@ KEYS = {
         "tool_call_added_ms",
     ],
 }
+# Per-server figures, as maps from server to value, filled when the bench could run.
+MAPS = {
+    "instructions": [
+        "instructions_per_request",
+        "l1_misses_per_request",
+        "last_level_misses_per_request",
+    ],
+}
 
 
 def _run(name: str) -> dict[str, object]:
@@ -80,6 +88,11 @@ def test_benchmark_smoke(name: str) -> None:
             assert isinstance(value, int | float), (key, value)
             assert not isinstance(value, bool)
             assert math.isfinite(value), (key, value)
+    for key in MAPS.get(name, []):
+        per_server = data[key]
+        assert isinstance(per_server, dict), key
+        if data["ratio_vs_bare"] is not None:
+            assert per_server["bare"] > 0 and per_server["reefgate"] > 0, (key, per_server)
     machine = data["machine"]
     assert isinstance(machine, dict)
     assert machine["python_loop_ns"] > 0
