@@ -253,17 +253,24 @@ class Bench:
             ),
         )
         stage_data: dict[str, float | None] = {}
+        stage_misses: dict[str, float | None] = {}
         stage_rows: list[list[object]] = []
         fine = all(v[0] in count for v in VARIANTS)
         for stage, a, b in STAGES if fine else (*_COARSE, STAGES[-1]):
             if a in count and b in count:
                 cost = count[a] - count[b]
                 stage_data[stage] = clean_number(cost / 1e3, 1)
-                stage_rows.append([stage, cost / 1e3])
+                misses = self.ll_misses.get(a, 0.0) - self.ll_misses.get(b, 0.0)
+                stage_misses[stage] = clean_number(misses / 1e3, 2)
+                stage_rows.append([stage, cost / 1e3, misses / 1e3])
         if stage_rows:
             rep.add(
                 "stages (difference between neighbouring builds)",
-                table(["stage", "k instructions/request"], stage_rows, digits=1),
+                table(
+                    ["stage", "k instructions/request", "k last-level misses/request"],
+                    stage_rows,
+                    digits=2,
+                ),
             )
 
         def ratio(name: str) -> float | None:
@@ -301,6 +308,7 @@ class Bench:
             "ratio_vs_bare_without_guard": no_guard,
             "ratio_vs_bare_stream": streamed,
             "stage_k_instructions": stage_data,
+            "stage_k_last_level_misses": stage_misses,
             "targets": targets_json(targets),
             "null_reasons": {
                 key: why
