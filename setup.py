@@ -5,7 +5,8 @@ runs their Python twins, with the same results. They are the injection
 detector's word scan, its rule index's test of which alternatives can
 match and its search for encoded runs, the first step of
 unwrapping (the gate that lets plainly clean text through), the secret
-scan's prefilter, the fast JSON reader's count of ':' bytes, and the test
+scan's prefilter, the fast JSON reader's count of ':' bytes, the walk of a chat
+request's common messages into segments, and the test
 of whether an answer's bytes can name a tool call.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
@@ -47,6 +48,7 @@ setup(
             optional=True,
         ),
         Extension("gateway.wire._colons", ["gateway/wire/_colons.c"], optional=True),
+        Extension("gateway.wire._chat", ["gateway/wire/_chat.c"], optional=True),
         Extension("gateway.wire.replies._names", ["gateway/wire/replies/_names.c"], optional=True),
     ]
 )

@@ -21,17 +21,22 @@ untrusted like any document. See :mod:`gateway.wire.generic` for these rules.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import fields
 from types import MappingProxyType
+from typing import Any, Final
 
+from gateway import compiled
 from gateway.wire import generic
 from gateway.wire.base import PayloadError, Segment, Trust
 from gateway.wire.generic import (
     JSON_HEADS,
+    OPAQUE,
     PLAIN,
     ROLE_TRUST,
     ROLE_UNKNOWN,
     TRUSTED,
     UNTRUSTED,
+    WORDS,
     Registry,
     RequestSpec,
     Spec,
@@ -227,36 +232,73 @@ def _fast_calls(calls: list[object], path: str, i: int, out: list[Segment]) -> b
     return True
 
 
+def _message(msg: object, i: int, out: list[Segment]) -> None:
+    """One message of the conversation, by the general walk where no fast path fits."""
+    if isinstance(msg, dict):
+        if len(msg) == 2 and i < _PRECOMPUTED:
+            role = msg.get("role")
+            content = msg.get("content")
+            if isinstance(content, str) and isinstance(role, str):
+                trust = _TRUST.get(role)
+                if trust is not None:
+                    add_string(out, content, _CONTENT[i], role, trust, i)
+                    return
+        if not _fast_message(msg, i, out):
+            path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
+            walk_message(msg, path, i, out, 3, _REGISTRY)
+    else:
+        path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
+        walk_free(msg, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
+
+
 def _messages(value: object, out: list[Segment]) -> None:
     assert isinstance(value, list)  # checked by segments()
+    if _WALKER is not None and type(value) is list:
+        _WALKER.walk(value, out, _message, generic.MAX_SEGMENTS)
+        return
     for i, msg in enumerate(value):
-        if isinstance(msg, dict):
-            if len(msg) == 2 and i < _PRECOMPUTED:
-                # The commonest message, plain text of a known role, written
-                # here without a call: what _fast_message and add_string do.
-                role = msg.get("role")
-                content = msg.get("content")
-                if isinstance(content, str) and isinstance(role, str):
-                    trust = _TRUST.get(role)
-                    if trust is not None:
-                        assert isinstance(role, str)
-                        if not content:
-                            continue
-                        if (
-                            content[0] not in JSON_HEADS
-                            and not content.startswith("data:")
-                            and len(out) < generic.MAX_SEGMENTS
-                        ):
-                            out.append(Segment(_CONTENT[i], role, content, trust, i))
-                        else:
-                            add_string(out, content, _CONTENT[i], role, trust, i)
+        if isinstance(msg, dict) and len(msg) == 2 and i < _PRECOMPUTED:
+            # The commonest message, plain text of a known role, written
+            # here without a call: what _message and add_string do.
+            role = msg.get("role")
+            content = msg.get("content")
+            if isinstance(content, str) and isinstance(role, str):
+                trust = _TRUST.get(role)
+                if trust is not None:
+                    if not content:
                         continue
-            if not _fast_message(msg, i, out):
-                path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
-                walk_message(msg, path, i, out, 3, _REGISTRY)
-        else:
-            path = _PATHS[i] if i < _PRECOMPUTED else f"messages[{i}]"
-            walk_free(msg, path, ROLE_UNKNOWN, UNTRUSTED, i, out, 3)
+                    if (
+                        content[0] not in JSON_HEADS
+                        and not content.startswith("data:")
+                        and len(out) < generic.MAX_SEGMENTS
+                    ):
+                        out.append(Segment(_CONTENT[i], role, content, trust, i))
+                        continue
+        _message(msg, i, out)
+
+
+def _walker(module: Any) -> Any:
+    """The compiled walk of the common messages (`_chat.c`), when it is built.
+
+    It builds segments slot by slot as the dataclass __init__ does, so a
+    Segment that did more in __init__ would not be built the same.
+    """
+    if module is None or hasattr(Segment, "__post_init__"):
+        return None
+    return module.Walker(
+        segment=Segment,
+        expected=next(f.default for f in fields(Segment) if f.name == "expected"),
+        content_paths=_CONTENT,
+        call_id_paths=_CALL_ID,
+        trust=_TRUST,
+        untrusted=UNTRUSTED,
+        opaque=OPAQUE,
+        words=WORDS,
+        heads="".join(sorted(JSON_HEADS)),
+    )
+
+
+_WALKER: Final = _walker(compiled.load("gateway.wire._chat"))
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})

@@ -1,0 +1,363 @@
+/* The messages of a Chat Completions request, walked into segments: the two
+ * shapes nearly every message of an agent's turn has, here; any other
+ * message, back to the Python walk.
+ *
+ * In Python each message costs two dict lookups, a handful of isinstance
+ * tests and a dataclass __init__ per segment, about a microsecond in all; a
+ * turn resends its whole history, so most of the adapter's time went there.
+ * The shapes read here are:
+ *
+ *   - {"role": <a role of the trust table>, "content": <str>}, in either key
+ *     order: one segment, unless the text is empty;
+ *   - {"role": "tool", "tool_call_id": <str>, "content": <str>}, keys in any
+ *     order: the content (untrusted) and the id (opaque, unless it is a
+ *     known word), in the message's key order.
+ *
+ * A message of either shape whose text the Python walk would read further
+ * (a JSON head, a data: URL), one at or past the segment bound (where the
+ * Python walk raises), or one past the precomputed paths, goes back too, as
+ * does anything not exactly a dict, a str or a list. So the segments are
+ * those of `openai_chat._messages` exactly; a differential test holds the
+ * two together.
+ *
+ * Segments are built as their dataclass __init__ would build them: the
+ * object allocated by its type, each slot set to its value (the field
+ * default for `expected`). The constructor checks that the type has those
+ * slots and refuses anything else.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include "structmember.h"
+
+/* The fields Segment(path, role, text, trust, index) sets, then `expected`. */
+enum { F_PATH, F_ROLE, F_TEXT, F_TRUST, F_INDEX, F_EXPECTED, N_FIELDS };
+static const char *const field_names[N_FIELDS] = {
+    "path", "role", "text", "trust", "index", "expected",
+};
+
+static PyObject *s_role, *s_content, *s_tool_call_id, *s_data;
+
+typedef struct {
+    PyObject_HEAD
+    PyTypeObject *segment;
+    Py_ssize_t offsets[N_FIELDS];
+    PyObject *expected;      /* the default of Segment.expected */
+    PyObject *content_paths; /* tuple: "messages[i].content" */
+    PyObject *call_id_paths; /* tuple: "messages[i].tool_call_id" */
+    PyObject *trust;         /* dict: role -> Trust */
+    PyObject *untrusted;
+    PyObject *opaque;
+    PyObject *words; /* ids that are known words are not segments */
+    unsigned char heads[128];
+} Walker;
+
+static void
+walker_dealloc(Walker *self)
+{
+    Py_XDECREF(self->segment);
+    Py_XDECREF(self->expected);
+    Py_XDECREF(self->content_paths);
+    Py_XDECREF(self->call_id_paths);
+    Py_XDECREF(self->trust);
+    Py_XDECREF(self->untrusted);
+    Py_XDECREF(self->opaque);
+    Py_XDECREF(self->words);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* The offset of a writable object slot of `type`, or -1 with an error set. */
+static Py_ssize_t
+slot_offset(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (descr == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            return -1;
+        }
+        PyErr_Clear();
+    }
+    Py_ssize_t offset = -1;
+    if (descr != NULL && Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+        PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+        if (member->type == T_OBJECT_EX && !(member->flags & READONLY)) {
+            offset = member->offset;
+        }
+    }
+    Py_XDECREF(descr);
+    if (offset < 0) {
+        PyErr_Format(PyExc_TypeError, "Walker: %s is not a writable slot", name);
+    }
+    return offset;
+}
+
+static PyObject *
+walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"segment", "expected", "content_paths", "call_id_paths", "trust",
+                             "untrusted", "opaque", "words", "heads", NULL};
+    PyObject *segment, *expected, *content_paths, *call_id_paths, *trust, *untrusted, *opaque,
+        *words, *heads;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO!O!O!OOO!U:Walker", kwlist, &PyType_Type,
+                                     &segment, &expected, &PyTuple_Type, &content_paths,
+                                     &PyTuple_Type, &call_id_paths, &PyDict_Type, &trust,
+                                     &untrusted, &opaque, &PyFrozenSet_Type, &words, &heads)) {
+        return NULL;
+    }
+    if (PyTuple_GET_SIZE(content_paths) != PyTuple_GET_SIZE(call_id_paths)) {
+        PyErr_SetString(PyExc_ValueError, "Walker: one path of each kind per message");
+        return NULL;
+    }
+    if (!PyUnicode_IS_ASCII(heads)) {
+        PyErr_SetString(PyExc_ValueError, "Walker: heads must be ASCII");
+        return NULL;
+    }
+    Walker *self = (Walker *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    for (int f = 0; f < N_FIELDS; f++) {
+        self->offsets[f] = slot_offset((PyTypeObject *)segment, field_names[f]);
+        if (self->offsets[f] < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    const unsigned char *h = PyUnicode_1BYTE_DATA(heads);
+    for (Py_ssize_t k = 0; k < PyUnicode_GET_LENGTH(heads); k++) {
+        self->heads[h[k]] = 1;
+    }
+    self->segment = (PyTypeObject *)Py_NewRef(segment);
+    self->expected = Py_NewRef(expected);
+    self->content_paths = Py_NewRef(content_paths);
+    self->call_id_paths = Py_NewRef(call_id_paths);
+    self->trust = Py_NewRef(trust);
+    self->untrusted = Py_NewRef(untrusted);
+    self->opaque = Py_NewRef(opaque);
+    self->words = Py_NewRef(words);
+    return (PyObject *)self;
+}
+
+/* Appends Segment(path, role, text, trust, index) to `out`; -1 on error. */
+static int
+append_segment(Walker *w, PyObject *out, PyObject *path, PyObject *role, PyObject *text,
+               PyObject *trust, PyObject *index)
+{
+    PyObject *seg = w->segment->tp_alloc(w->segment, 0);
+    if (seg == NULL) {
+        return -1;
+    }
+    PyObject *values[N_FIELDS] = {path, role, text, trust, index, w->expected};
+    for (int f = 0; f < N_FIELDS; f++) {
+        *(PyObject **)((char *)seg + w->offsets[f]) = Py_NewRef(values[f]);
+    }
+    int rc = PyList_Append(out, seg);
+    Py_DECREF(seg);
+    return rc;
+}
+
+/* A non-empty text the Python walk takes as it is: no JSON head, no data: URL. */
+static int
+is_plain(const Walker *w, PyObject *text)
+{
+    Py_UCS4 first = PyUnicode_READ_CHAR(text, 0);
+    if (first < 128 && w->heads[first]) {
+        return 0;
+    }
+    return PyUnicode_Tailmatch(text, s_data, 0, PY_SSIZE_T_MAX, -1) == 0;
+}
+
+static PyObject *
+get_str(PyObject *msg, PyObject *key, int *error)
+{
+    PyObject *value = PyDict_GetItemWithError(msg, key);
+    if (value == NULL && PyErr_Occurred()) {
+        *error = 1;
+    }
+    return value != NULL && PyUnicode_CheckExact(value) ? value : NULL;
+}
+
+/* 1: the message's segments are appended; 0: the Python walk must read it. */
+static int
+fast_message(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t max_segments)
+{
+    if (!PyDict_CheckExact(msg) || i >= PyTuple_GET_SIZE(w->content_paths)) {
+        return 0;
+    }
+    Py_ssize_t size = PyDict_GET_SIZE(msg);
+    if (size != 2 && size != 3) {
+        return 0;
+    }
+    int error = 0;
+    PyObject *role = get_str(msg, s_role, &error);
+    PyObject *content = error ? NULL : get_str(msg, s_content, &error);
+    if (error) {
+        return -1;
+    }
+    if (role == NULL || content == NULL) {
+        return 0;
+    }
+    Py_ssize_t room = max_segments - PyList_GET_SIZE(out);
+    int has_text = PyUnicode_GET_LENGTH(content) > 0;
+    if (has_text && !is_plain(w, content)) {
+        return 0;
+    }
+    PyObject *index = NULL;
+    int rc = 0;
+    if (size == 2) {
+        PyObject *trust = PyDict_GetItemWithError(w->trust, role);
+        if (trust == NULL) {
+            return PyErr_Occurred() ? -1 : 0;
+        }
+        if (!has_text) {
+            return 1;
+        }
+        if (room < 1 || (index = PyLong_FromSsize_t(i)) == NULL) {
+            return room < 1 ? 0 : -1;
+        }
+        rc = append_segment(w, out, PyTuple_GET_ITEM(w->content_paths, i), role, content, trust,
+                            index);
+        Py_DECREF(index);
+        return rc < 0 ? -1 : 1;
+    }
+    if (PyUnicode_CompareWithASCIIString(role, "tool") != 0) {
+        return 0;
+    }
+    PyObject *call_id = get_str(msg, s_tool_call_id, &error);
+    if (error) {
+        return -1;
+    }
+    if (call_id == NULL) {
+        return 0;
+    }
+    int id_is_segment = 0;
+    if (PyUnicode_GET_LENGTH(call_id) > 0) {
+        int known = PySet_Contains(w->words, call_id);
+        if (known < 0) {
+            return -1;
+        }
+        id_is_segment = !known;
+    }
+    if (room < has_text + id_is_segment) {
+        return 0;
+    }
+    /* Each key once, in the message's order; anything but exact str keys
+     * is read by the Python walk, whose comparisons it would run. */
+    PyObject *key;
+    Py_ssize_t pos = 0;
+    int content_first = -1;
+    while (PyDict_Next(msg, &pos, &key, NULL)) {
+        if (!PyUnicode_CheckExact(key)) {
+            return 0;
+        }
+        if (content_first < 0) {
+            if (PyUnicode_Compare(key, s_content) == 0) {
+                content_first = 1;
+            }
+            else if (PyUnicode_Compare(key, s_tool_call_id) == 0) {
+                content_first = 0;
+            }
+        }
+    }
+    if ((index = PyLong_FromSsize_t(i)) == NULL) {
+        return -1;
+    }
+    for (int turn = 0; turn < 2 && rc == 0; turn++) {
+        if ((turn == 0) == (content_first == 1)) {
+            if (has_text) {
+                rc = append_segment(w, out, PyTuple_GET_ITEM(w->content_paths, i), role, content,
+                                    w->untrusted, index);
+            }
+        }
+        else if (id_is_segment) {
+            rc = append_segment(w, out, PyTuple_GET_ITEM(w->call_id_paths, i), role, call_id,
+                                w->opaque, index);
+        }
+    }
+    Py_DECREF(index);
+    return rc < 0 ? -1 : 1;
+}
+
+static PyObject *
+walker_walk(Walker *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4 || !PyList_CheckExact(args[0]) || !PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError,
+                        "walk() takes (messages: list, out: list, slow, max_segments: int)");
+        return NULL;
+    }
+    PyObject *messages = args[0], *out = args[1], *slow = args[2];
+    Py_ssize_t max_segments = PyLong_AsSsize_t(args[3]);
+    if (max_segments == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    /* The size is read on every turn: `slow` is Python, and the list is the caller's. */
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
+        PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
+        int rc = fast_message(self, msg, i, out, max_segments);
+        if (rc == 0) {
+            PyObject *index = PyLong_FromSsize_t(i);
+            PyObject *result = NULL;
+            if (index != NULL) {
+                PyObject *call[3] = {msg, index, out};
+                result = PyObject_Vectorcall(slow, call, 3, NULL);
+                Py_DECREF(index);
+            }
+            rc = result == NULL ? -1 : 1;
+            Py_XDECREF(result);
+        }
+        Py_DECREF(msg);
+        if (rc < 0) {
+            return NULL;
+        }
+    }
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef walker_methods[] = {
+    {"walk", (PyCFunction)(void (*)(void))walker_walk, METH_FASTCALL,
+     "walk(messages, out, slow, max_segments, /)\n--\n\n"
+     "Appends the messages' segments to out; slow(message, i, out) walks any other message."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject WalkerType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "gateway.wire._chat.Walker",
+    .tp_basicsize = sizeof(Walker),
+    .tp_dealloc = (destructor)walker_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "The common messages of a Chat Completions request, walked into segments.",
+    .tp_methods = walker_methods,
+    .tp_new = walker_new,
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    "_chat",
+    "The common messages of a Chat Completions request, walked into segments in C.",
+    -1,
+    NULL,
+};
+
+PyMODINIT_FUNC
+PyInit__chat(void)
+{
+    if (PyType_Ready(&WalkerType) < 0) {
+        return NULL;
+    }
+    s_role = PyUnicode_InternFromString("role");
+    s_content = PyUnicode_InternFromString("content");
+    s_tool_call_id = PyUnicode_InternFromString("tool_call_id");
+    s_data = PyUnicode_InternFromString("data:");
+    if (s_role == NULL || s_content == NULL || s_tool_call_id == NULL || s_data == NULL) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "Walker", (PyObject *)&WalkerType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,237 @@
+"""The compiled walk of a chat request's messages (`_chat.Walker`) writes what the
+Python walk writes: the same segments, field for field and type for type, or
+the same error, for every message list.
+
+tests/wire/test_segments_differential.py holds whole adapters to a frozen
+reference; here the two walks of `openai_chat._messages` meet directly, on
+the shapes the compiled one takes and on each way a message leaves them.
+"""
+
+from __future__ import annotations
+
+import copy
+import gc
+import itertools
+import random
+import sys
+from collections.abc import Iterator
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gateway.wire import _chat, generic, openai_chat
+from gateway.wire.base import Segment
+from tests.wire.test_segments_differential import Gen
+
+# Built here too, so that it is tested where REEFGATE_NO_EXTENSION hides it.
+WALKER = openai_chat._walker(_chat)
+
+
+def _python(messages: list[object]) -> list[Segment]:
+    out: list[Segment] = []
+    _python_into(messages, out)
+    return out
+
+
+def _compiled(messages: list[object]) -> list[Segment]:
+    out: list[Segment] = []
+    _compiled_into(messages, out)
+    return out
+
+
+def _outcome(walk: object, messages: list[object]) -> object:
+    try:
+        found = walk(copy.deepcopy(messages))  # type: ignore[operator]
+    except Exception as exc:
+        return ("error", type(exc).__name__, str(exc))
+    return [
+        tuple((type(v), v) for v in (s.path, s.role, s.text, s.trust, s.index, s.expected))
+        for s in found
+    ]
+
+
+def assert_same(messages: list[object]) -> None:
+    before = copy.deepcopy(messages)
+    assert _outcome(_compiled, messages) == _outcome(_python, messages), f"{messages!r:.1500}"
+    assert messages == before
+
+
+class Odd(str):
+    """A str subclass: the compiled walk leaves it to Python."""
+
+
+class OddDict(dict[str, object]):
+    pass
+
+
+TEXTS = ["", "hello", "{not json", '{"a": "b"}', "[1]", " lead", "\ttab", "data:,x", "dat", "é"]
+ROLES = ["system", "developer", "user", "assistant", "tool", "function", "ipython", "", "USER"]
+
+
+def _shapes() -> Iterator[object]:
+    for role, text in itertools.product(ROLES, TEXTS):
+        yield {"role": role, "content": text}
+        yield {"content": text, "role": role}
+    for text, call_id in itertools.product(TEXTS, ["call_1", "", "user", "assistant", "{x}"]):
+        keys = [("role", "tool"), ("tool_call_id", call_id), ("content", text)]
+        for order in itertools.permutations(keys):
+            yield dict(order)
+    yield {"role": "tool", "tool_call_id": 7, "content": "x"}
+    yield {"role": "tool", "tool_call_id": "c", "content": None}
+    yield {"role": "tool", "call_id": "c", "content": "x"}
+    yield {"role": "assistant", "tool_call_id": "c", "content": "x"}
+    yield {"role": "user", "content": "x", "name": "n"}
+    yield {"role": "user"}
+    yield {"role": 3, "content": "x"}
+    yield {"role": "user", "content": ["part"]}
+    yield {"role": "user", "content": Odd("sub")}
+    yield {"role": Odd("user"), "content": "sub role"}
+    yield {Odd("role"): "tool", "tool_call_id": "c", "content": "odd key"}
+    yield OddDict(role="user", content="dict subclass")
+    yield ["not", "a", "message"]
+    yield "text"
+    yield None
+
+
+def test_every_shape_alone_and_together() -> None:
+    shapes = list(_shapes())
+    for shape in shapes:
+        assert_same([shape])
+        assert_same([{"role": "user", "content": "before"}, shape])
+    rng = random.Random(5)
+    for _ in range(300):
+        assert_same([rng.choice(shapes) for _ in range(rng.randint(1, 12))])
+
+
+def test_generated_conversations() -> None:
+    gen = Gen(2026)
+    for _ in range(1500):
+        assert_same([gen.chat_message() for _ in range(gen.r.randint(0, 12))])
+
+
+def test_past_the_precomputed_paths() -> None:
+    messages: list[object] = []
+    for i in range(openai_chat._PRECOMPUTED + 20):
+        if i % 2:
+            messages.append({"role": "user", "content": f"m{i}"})
+        else:
+            messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"r{i}"})
+    assert_same(messages)
+
+
+def _partial(walk: object, messages: list[object]) -> tuple[object, list[tuple[str, str]]]:
+    out: list[Segment] = []
+    try:
+        walk(messages, out)  # type: ignore[operator]
+    except Exception as exc:
+        return (type(exc).__name__, str(exc)), [(s.path, s.text) for s in out]
+    return None, [(s.path, s.text) for s in out]
+
+
+@pytest.mark.parametrize("bound", range(8))
+def test_segment_bound(monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
+    """Past the bound, the same error after the same segments: the caller's list keeps them."""
+    monkeypatch.setattr(generic, "MAX_SEGMENTS", bound)
+    messages: list[object] = [
+        {"role": "user", "content": "a"},
+        {"role": "tool", "content": "b", "tool_call_id": "c1"},
+        {"role": "tool", "tool_call_id": "c2", "content": "d"},
+        {"role": "assistant", "content": "e"},
+    ]
+    assert_same(messages)
+    got = _partial(_compiled_into, messages)
+    assert got == _partial(_python_into, messages)
+    assert (got[0] is None) == (bound >= 6)
+
+
+def _compiled_into(messages: list[object], out: list[Segment]) -> None:
+    assert WALKER is not None
+    WALKER.walk(messages, out, openai_chat._message, generic.MAX_SEGMENTS)
+
+
+def _python_into(messages: list[object], out: list[Segment]) -> None:
+    saved = openai_chat._WALKER
+    openai_chat._WALKER = None  # type: ignore[misc]
+    try:
+        openai_chat._messages(messages, out)
+    finally:
+        openai_chat._WALKER = saved  # type: ignore[misc]
+
+
+json_text = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.fixed_dictionaries(
+                {"role": st.sampled_from(ROLES), "content": st.text(max_size=12) | json_text}
+            ),
+            st.fixed_dictionaries(
+                {
+                    "role": st.just("tool"),
+                    "tool_call_id": st.sampled_from(["call_1", "", "user"]) | json_text,
+                    "content": st.text(max_size=12),
+                }
+            ),
+            json_text,
+        ),
+        max_size=8,
+    )
+)
+def test_hypothesis(messages: list[object]) -> None:
+    assert_same(messages)
+
+
+def test_segments_are_whole_objects() -> None:
+    """Built slot by slot, a segment is still a Segment: compared, copied and freed as one."""
+    out = _compiled(
+        [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "r"}]
+    )
+    assert out == [
+        Segment("messages[0].content", "user", "hi", generic.TRUSTED, 0),
+        # In the message's own key order.
+        Segment("messages[1].tool_call_id", "tool", "c", generic.OPAQUE, 1),
+        Segment("messages[1].content", "tool", "r", generic.UNTRUSTED, 1),
+    ]
+    assert all(type(s) is Segment and s.expected == frozenset() for s in out)
+    assert copy.copy(out[0]) == out[0]
+    assert out[1].where() == "message 1 (role tool, messages[1].tool_call_id)"
+
+
+def test_references_are_counted() -> None:
+    text = "".join(["a text", " of its own"])
+    messages: list[object] = [{"role": "user", "content": text}] * 3
+    before = sys.getrefcount(text)
+    out = _compiled(messages)
+    assert sys.getrefcount(text) == before + 3
+    del out
+    gc.collect()
+    assert sys.getrefcount(text) == before
+
+
+def test_refuses_a_type_without_the_slots() -> None:
+    class Plain:
+        pass
+
+    with pytest.raises(TypeError, match="not a writable slot"):
+        _chat.Walker(
+            segment=Plain,
+            expected=frozenset(),
+            content_paths=(),
+            call_id_paths=(),
+            trust={},
+            untrusted=generic.UNTRUSTED,
+            opaque=generic.OPAQUE,
+            words=frozenset(),
+            heads="{",
+        )
+    assert WALKER is not None
+    with pytest.raises(TypeError):
+        WALKER.walk((), [], openai_chat._message, 10)
