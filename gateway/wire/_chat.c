@@ -11,7 +11,14 @@
  *     order: one segment, unless the text is empty;
  *   - {"role": "tool", "tool_call_id": <str>, "content": <str>}, keys in any
  *     order: the content (untrusted) and the id (opaque, unless it is a
- *     known word), in the message's key order.
+ *     known word), in the message's key order;
+ *   - {"role": "assistant", "content": <str or null>, "tool_calls": [...]},
+ *     each call exactly as the SDKs write it ({"id", "type": "function",
+ *     "function": {"name", "arguments"}}, every value a str): the content,
+ *     then per call its id and name, and its arguments through the Python
+ *     `add_arguments` (they are JSON to be read), in the message's key order.
+ *     A call of any other shape, or arguments the bound refuses, take back
+ *     what the message wrote, and the Python walk reads it from the start.
  *
  * A message of either shape whose text the Python walk would read further
  * (a JSON head, a data: URL), one at or past the segment bound (where the
@@ -35,19 +42,27 @@ static const char *const field_names[N_FIELDS] = {
     "path", "role", "text", "trust", "index", "expected",
 };
 
-static PyObject *s_role, *s_content, *s_tool_call_id, *s_data;
+static PyObject *s_role, *s_content, *s_tool_call_id, *s_data, *s_tool_calls, *s_id, *s_type,
+    *s_function, *s_name, *s_arguments;
 
 typedef struct {
     PyObject_HEAD
     PyTypeObject *segment;
     Py_ssize_t offsets[N_FIELDS];
     PyObject *expected;      /* the default of Segment.expected */
+    PyObject *paths;         /* tuple: "messages[i]" */
     PyObject *content_paths; /* tuple: "messages[i].content" */
     PyObject *call_id_paths; /* tuple: "messages[i].tool_call_id" */
     PyObject *trust;         /* dict: role -> Trust */
+    PyObject *trusted;
     PyObject *untrusted;
     PyObject *opaque;
     PyObject *words; /* ids that are known words are not segments */
+    /* add_arguments(out, value, path, role, trust, index, depth), and the
+     * error on which a message goes back to the Python walk. */
+    PyObject *add_arguments;
+    PyObject *depth;
+    PyObject *payload_error;
     unsigned char heads[128];
 } Walker;
 
@@ -56,12 +71,17 @@ walker_dealloc(Walker *self)
 {
     Py_XDECREF(self->segment);
     Py_XDECREF(self->expected);
+    Py_XDECREF(self->paths);
     Py_XDECREF(self->content_paths);
     Py_XDECREF(self->call_id_paths);
     Py_XDECREF(self->trust);
+    Py_XDECREF(self->trusted);
     Py_XDECREF(self->untrusted);
     Py_XDECREF(self->opaque);
     Py_XDECREF(self->words);
+    Py_XDECREF(self->add_arguments);
+    Py_XDECREF(self->depth);
+    Py_XDECREF(self->payload_error);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -93,17 +113,22 @@ slot_offset(PyTypeObject *type, const char *name)
 static PyObject *
 walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"segment", "expected", "content_paths", "call_id_paths", "trust",
-                             "untrusted", "opaque", "words", "heads", NULL};
-    PyObject *segment, *expected, *content_paths, *call_id_paths, *trust, *untrusted, *opaque,
-        *words, *heads;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!OO!O!O!OOO!U:Walker", kwlist, &PyType_Type,
-                                     &segment, &expected, &PyTuple_Type, &content_paths,
-                                     &PyTuple_Type, &call_id_paths, &PyDict_Type, &trust,
-                                     &untrusted, &opaque, &PyFrozenSet_Type, &words, &heads)) {
+    static char *kwlist[] = {"segment",   "expected",  "paths",         "content_paths",
+                             "call_id_paths", "trust", "trusted",     "untrusted",
+                             "opaque",    "words",     "add_arguments", "depth",
+                             "payload_error", "heads", NULL};
+    PyObject *segment, *expected, *paths, *content_paths, *call_id_paths, *trust, *trusted,
+        *untrusted, *opaque, *words, *add_arguments, *depth, *payload_error, *heads;
+    if (!PyArg_ParseTupleAndKeywords(
+            args, kwds, "O!OO!O!O!O!OOOO!OO!O!U:Walker", kwlist, &PyType_Type, &segment,
+            &expected, &PyTuple_Type, &paths, &PyTuple_Type, &content_paths, &PyTuple_Type,
+            &call_id_paths, &PyDict_Type, &trust, &trusted, &untrusted, &opaque,
+            &PyFrozenSet_Type, &words, &add_arguments, &PyLong_Type, &depth, &PyType_Type,
+            &payload_error, &heads)) {
         return NULL;
     }
-    if (PyTuple_GET_SIZE(content_paths) != PyTuple_GET_SIZE(call_id_paths)) {
+    if (PyTuple_GET_SIZE(content_paths) != PyTuple_GET_SIZE(call_id_paths)
+        || PyTuple_GET_SIZE(paths) != PyTuple_GET_SIZE(content_paths)) {
         PyErr_SetString(PyExc_ValueError, "Walker: one path of each kind per message");
         return NULL;
     }
@@ -128,12 +153,17 @@ walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     }
     self->segment = (PyTypeObject *)Py_NewRef(segment);
     self->expected = Py_NewRef(expected);
+    self->paths = Py_NewRef(paths);
     self->content_paths = Py_NewRef(content_paths);
     self->call_id_paths = Py_NewRef(call_id_paths);
     self->trust = Py_NewRef(trust);
+    self->trusted = Py_NewRef(trusted);
     self->untrusted = Py_NewRef(untrusted);
     self->opaque = Py_NewRef(opaque);
     self->words = Py_NewRef(words);
+    self->add_arguments = Py_NewRef(add_arguments);
+    self->depth = Py_NewRef(depth);
+    self->payload_error = Py_NewRef(payload_error);
     return (PyObject *)self;
 }
 
@@ -166,14 +196,200 @@ is_plain(const Walker *w, PyObject *text)
     return PyUnicode_Tailmatch(text, s_data, 0, PY_SSIZE_T_MAX, -1) == 0;
 }
 
+/* d[key] when it is an exact str; NULL otherwise, with *error set on an error. */
 static PyObject *
-get_str(PyObject *msg, PyObject *key, int *error)
+get_str(PyObject *d, PyObject *key, int *error)
 {
-    PyObject *value = PyDict_GetItemWithError(msg, key);
+    PyObject *value = PyDict_GetItemWithError(d, key);
     if (value == NULL && PyErr_Occurred()) {
         *error = 1;
     }
     return value != NULL && PyUnicode_CheckExact(value) ? value : NULL;
+}
+
+/* Which of two keys comes first in `d`: 1 for `a`, 0 for `b`, -1 when a key
+ * is not an exact str (the Python walk compares those itself). */
+static int
+first_of(PyObject *d, PyObject *a, PyObject *b)
+{
+    PyObject *key;
+    Py_ssize_t pos = 0;
+    int first = 2;
+    while (PyDict_Next(d, &pos, &key, NULL)) {
+        if (!PyUnicode_CheckExact(key)) {
+            return -1;
+        }
+        if (first == 2) {
+            if (PyUnicode_Compare(key, a) == 0) {
+                first = 1;
+            }
+            else if (PyUnicode_Compare(key, b) == 0) {
+                first = 0;
+            }
+        }
+    }
+    return first == 2 ? -1 : first;
+}
+
+/* Appends Segment(path, ...) for a path built from `format`; -1 on error. */
+static int
+append_at(Walker *w, PyObject *out, PyObject *role, PyObject *text, PyObject *trust,
+          PyObject *index, const char *format, PyObject *base, Py_ssize_t j)
+{
+    PyObject *path = PyUnicode_FromFormat(format, base, j);
+    if (path == NULL) {
+        return -1;
+    }
+    int rc = append_segment(w, out, path, role, text, trust, index);
+    Py_DECREF(path);
+    return rc;
+}
+
+/* The tool calls of an assistant message, written as the Python walk writes
+ * them: 1 when they were, 0 at the first call it would read otherwise
+ * (what was written stays, for the caller to take back). */
+static int
+fast_calls(Walker *w, PyObject *calls, PyObject *base, PyObject *role, PyObject *index,
+           PyObject *out, Py_ssize_t max_segments)
+{
+    for (Py_ssize_t j = 0; j < PyList_GET_SIZE(calls); j++) {
+        PyObject *call = PyList_GET_ITEM(calls, j);
+        if (!PyDict_CheckExact(call) || PyDict_GET_SIZE(call) != 3) {
+            return 0;
+        }
+        int error = 0;
+        PyObject *call_id = get_str(call, s_id, &error);
+        PyObject *type = error ? NULL : get_str(call, s_type, &error);
+        PyObject *fn = error ? NULL : PyDict_GetItemWithError(call, s_function);
+        if (error || (fn == NULL && PyErr_Occurred())) {
+            return -1;
+        }
+        if (call_id == NULL || type == NULL || fn == NULL || !PyDict_CheckExact(fn)
+            || PyDict_GET_SIZE(fn) != 2 || PyUnicode_CompareWithASCIIString(type, "function") != 0) {
+            return 0;
+        }
+        PyObject *name = get_str(fn, s_name, &error);
+        PyObject *arguments = error ? NULL : get_str(fn, s_arguments, &error);
+        if (error) {
+            return -1;
+        }
+        if (name == NULL || arguments == NULL) {
+            return 0;
+        }
+        int has_name = PyUnicode_GET_LENGTH(name) > 0;
+        if (has_name && !is_plain(w, name)) {
+            return 0;
+        }
+        int id_first = first_of(call, s_id, s_function);
+        int name_first = first_of(fn, s_name, s_arguments);
+        if (id_first < 0 || name_first < 0) {
+            return 0;
+        }
+        int id_is_segment = 0;
+        if (PyUnicode_GET_LENGTH(call_id) > 0) {
+            int known = PySet_Contains(w->words, call_id);
+            if (known < 0) {
+                return -1;
+            }
+            id_is_segment = !known;
+        }
+        for (int turn = 0; turn < 2; turn++) {
+            if ((turn == 0) == (id_first == 1)) {
+                if (!id_is_segment) {
+                    continue;
+                }
+                if (PyList_GET_SIZE(out) >= max_segments) {
+                    return 0;
+                }
+                if (append_at(w, out, role, call_id, w->opaque, index, "%U.tool_calls[%zd].id",
+                              base, j) < 0) {
+                    return -1;
+                }
+                continue;
+            }
+            for (int member = 0; member < 2; member++) {
+                if ((member == 0) == (name_first == 1)) {
+                    if (!has_name) {
+                        continue;
+                    }
+                    if (PyList_GET_SIZE(out) >= max_segments) {
+                        return 0;
+                    }
+                    if (append_at(w, out, role, name, w->trusted, index,
+                                  "%U.tool_calls[%zd].function.name", base, j) < 0) {
+                        return -1;
+                    }
+                    continue;
+                }
+                PyObject *path =
+                    PyUnicode_FromFormat("%U.tool_calls[%zd].function.arguments", base, j);
+                if (path == NULL) {
+                    return -1;
+                }
+                PyObject *call_args[7] = {out, arguments, path, role, w->trusted, index, w->depth};
+                PyObject *result = PyObject_Vectorcall(w->add_arguments, call_args, 7, NULL);
+                Py_DECREF(path);
+                if (result == NULL) {
+                    /* Past the bound: the Python walk takes the message back
+                     * and reads it its general way, which raises where it must. */
+                    if (PyErr_ExceptionMatches(w->payload_error)) {
+                        PyErr_Clear();
+                        return 0;
+                    }
+                    return -1;
+                }
+                Py_DECREF(result);
+            }
+        }
+    }
+    return 1;
+}
+
+/* An assistant message with tool calls; 0 takes back what it wrote. */
+static int
+fast_tool_calls(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, PyObject *role,
+                PyObject *content, int has_text, Py_ssize_t max_segments)
+{
+    PyObject *calls = PyDict_GetItemWithError(msg, s_tool_calls);
+    if (calls == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    if (!PyList_CheckExact(calls)) {
+        return 0;
+    }
+    int content_first = first_of(msg, s_content, s_tool_calls);
+    if (content_first < 0) {
+        return 0;
+    }
+    PyObject *index = PyLong_FromSsize_t(i);
+    if (index == NULL) {
+        return -1;
+    }
+    PyObject *base = PyTuple_GET_ITEM(w->paths, i);
+    Py_ssize_t mark = PyList_GET_SIZE(out);
+    int rc = 1;
+    for (int turn = 0; turn < 2 && rc == 1; turn++) {
+        if ((turn == 0) == (content_first == 1)) {
+            if (!has_text) {
+                continue;
+            }
+            if (PyList_GET_SIZE(out) >= max_segments) {
+                rc = 0;
+            }
+            else if (append_segment(w, out, PyTuple_GET_ITEM(w->content_paths, i), role, content,
+                                    w->trusted, index) < 0) {
+                rc = -1;
+            }
+        }
+        else {
+            rc = fast_calls(w, calls, base, role, index, out, max_segments);
+        }
+    }
+    Py_DECREF(index);
+    if (rc == 0 && PyList_SetSlice(out, mark, PyList_GET_SIZE(out), NULL) < 0) {
+        return -1;
+    }
+    return rc;
 }
 
 /* 1: the message's segments are appended; 0: the Python walk must read it. */
@@ -189,18 +405,24 @@ fast_message(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t m
     }
     int error = 0;
     PyObject *role = get_str(msg, s_role, &error);
-    PyObject *content = error ? NULL : get_str(msg, s_content, &error);
     if (error) {
         return -1;
     }
-    if (role == NULL || content == NULL) {
+    PyObject *content = role == NULL ? NULL : PyDict_GetItemWithError(msg, s_content);
+    if (content == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    int has_text = 0;
+    if (PyUnicode_CheckExact(content)) {
+        has_text = PyUnicode_GET_LENGTH(content) > 0;
+        if (has_text && !is_plain(w, content)) {
+            return 0;
+        }
+    }
+    else if (content != Py_None || size != 3) {
         return 0;
     }
     Py_ssize_t room = max_segments - PyList_GET_SIZE(out);
-    int has_text = PyUnicode_GET_LENGTH(content) > 0;
-    if (has_text && !is_plain(w, content)) {
-        return 0;
-    }
     PyObject *index = NULL;
     int rc = 0;
     if (size == 2) {
@@ -219,7 +441,10 @@ fast_message(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t m
         Py_DECREF(index);
         return rc < 0 ? -1 : 1;
     }
-    if (PyUnicode_CompareWithASCIIString(role, "tool") != 0) {
+    if (PyUnicode_CompareWithASCIIString(role, "assistant") == 0) {
+        return fast_tool_calls(w, msg, i, out, role, content, has_text, max_segments);
+    }
+    if (content == Py_None || PyUnicode_CompareWithASCIIString(role, "tool") != 0) {
         return 0;
     }
     PyObject *call_id = get_str(msg, s_tool_call_id, &error);
@@ -240,23 +465,9 @@ fast_message(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t m
     if (room < has_text + id_is_segment) {
         return 0;
     }
-    /* Each key once, in the message's order; anything but exact str keys
-     * is read by the Python walk, whose comparisons it would run. */
-    PyObject *key;
-    Py_ssize_t pos = 0;
-    int content_first = -1;
-    while (PyDict_Next(msg, &pos, &key, NULL)) {
-        if (!PyUnicode_CheckExact(key)) {
-            return 0;
-        }
-        if (content_first < 0) {
-            if (PyUnicode_Compare(key, s_content) == 0) {
-                content_first = 1;
-            }
-            else if (PyUnicode_Compare(key, s_tool_call_id) == 0) {
-                content_first = 0;
-            }
-        }
+    int content_first = first_of(msg, s_content, s_tool_call_id);
+    if (content_first < 0) {
+        return 0;
     }
     if ((index = PyLong_FromSsize_t(i)) == NULL) {
         return -1;
@@ -348,7 +559,15 @@ PyInit__chat(void)
     s_content = PyUnicode_InternFromString("content");
     s_tool_call_id = PyUnicode_InternFromString("tool_call_id");
     s_data = PyUnicode_InternFromString("data:");
-    if (s_role == NULL || s_content == NULL || s_tool_call_id == NULL || s_data == NULL) {
+    s_tool_calls = PyUnicode_InternFromString("tool_calls");
+    s_id = PyUnicode_InternFromString("id");
+    s_type = PyUnicode_InternFromString("type");
+    s_function = PyUnicode_InternFromString("function");
+    s_name = PyUnicode_InternFromString("name");
+    s_arguments = PyUnicode_InternFromString("arguments");
+    if (s_role == NULL || s_content == NULL || s_tool_call_id == NULL || s_data == NULL
+        || s_tool_calls == NULL || s_id == NULL || s_type == NULL || s_function == NULL
+        || s_name == NULL || s_arguments == NULL) {
         return NULL;
     }
     PyObject *module = PyModule_Create(&module_def);

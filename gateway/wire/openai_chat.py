@@ -288,12 +288,17 @@ def _walker(module: Any) -> Any:
     return module.Walker(
         segment=Segment,
         expected=next(f.default for f in fields(Segment) if f.name == "expected"),
+        paths=_PATHS,
         content_paths=_CONTENT,
         call_id_paths=_CALL_ID,
         trust=_TRUST,
+        trusted=TRUSTED,
         untrusted=UNTRUSTED,
         opaque=OPAQUE,
         words=WORDS,
+        add_arguments=add_arguments,
+        depth=_ARGUMENTS_DEPTH,
+        payload_error=PayloadError,
         heads="".join(sorted(JSON_HEADS)),
     )
 

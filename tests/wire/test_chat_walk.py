@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gateway.wire import _chat, generic, openai_chat
-from gateway.wire.base import Segment
+from gateway.wire.base import PayloadError, Segment
 from tests.wire.test_segments_differential import Gen
 
 # Built here too, so that it is tested where REEFGATE_NO_EXTENSION hides it.
@@ -77,6 +77,7 @@ def _shapes() -> Iterator[object]:
         keys = [("role", "tool"), ("tool_call_id", call_id), ("content", text)]
         for order in itertools.permutations(keys):
             yield dict(order)
+    yield from _tool_calling()
     yield {"role": "tool", "tool_call_id": 7, "content": "x"}
     yield {"role": "tool", "tool_call_id": "c", "content": None}
     yield {"role": "tool", "call_id": "c", "content": "x"}
@@ -92,6 +93,60 @@ def _shapes() -> Iterator[object]:
     yield ["not", "a", "message"]
     yield "text"
     yield None
+
+
+ARGUMENTS = ["", "{}", '{"path": "/tmp/x", "api_key": "k-1"}', "[1, 2]", "{broken", "plain"]
+
+
+def _call(call_id: object, name: object, arguments: object, order: int) -> dict[str, object]:
+    fn: dict[str, object] = {"name": name, "arguments": arguments}
+    if order & 1:
+        fn = {"arguments": arguments, "name": name}
+    keys: list[tuple[str, object]] = [("id", call_id), ("type", "function"), ("function", fn)]
+    if order & 2:
+        keys.reverse()
+    return dict(keys)
+
+
+def _tool_calling() -> Iterator[object]:
+    """Assistant messages with tool calls: the SDKs' shape in any key order, and near misses."""
+    for content, order in itertools.product(
+        [None, "", "thinking", '{"x": 1}', "data:,x"], range(4)
+    ):
+        calls = [_call("call_1", "read_file", '{"path": "a"}', order)]
+        yield {"role": "assistant", "content": content, "tool_calls": calls}
+        yield {"tool_calls": calls, "role": "assistant", "content": content}
+    for call_id, name, arguments in itertools.product(
+        ["call_9", "", "user", "{x"], ["f", "", "{f}", " f", "data:f"], ARGUMENTS
+    ):
+        calls = [_call(call_id, name, arguments, 0), _call("call_2", "g", "{}", 3)]
+        yield {"role": "assistant", "content": None, "tool_calls": calls}
+    good = _call("call_1", "f", "{}", 0)
+    for bad in (
+        {**good, "type": "custom"},
+        {**good, "type": 1},
+        {**good, "extra": 1},
+        {"id": "c", "type": "function"},
+        {**good, "id": 5},
+        {**good, "function": {"name": "f"}},
+        {**good, "function": {"name": "f", "arguments": {"a": 1}}},
+        {**good, "function": {"name": 3, "arguments": "{}"}},
+        {**good, "function": {"name": "f", "arguments": "{}", "x": 1}},
+        {**good, "function": ["f"]},
+        "call",
+        None,
+    ):
+        yield {"role": "assistant", "content": "c", "tool_calls": [good, bad]}
+        yield {"role": "assistant", "content": "c", "tool_calls": [bad]}
+    yield {"role": "assistant", "content": "c", "tool_calls": []}
+    yield {"role": "assistant", "content": "c", "tool_calls": None}
+    yield {"role": "assistant", "content": "c", "tool_calls": {"id": "c"}}
+    yield {"role": "assistant", "content": 3, "tool_calls": [good]}
+    yield {"role": "assistant", "content": ["part"], "tool_calls": [good]}
+    yield {"role": "assistant", "content": "c", "function_call": {"name": "f", "arguments": "{}"}}
+    yield {"role": "assistant", "refusal": "no", "tool_calls": [good]}
+    yield {"role": "user", "content": "c", "tool_calls": [good]}
+    yield {"role": "assistant", "content": "c", "tool_calls": [_call("c", "f", "{}", 1)] * 5}
 
 
 def test_every_shape_alone_and_together() -> None:
@@ -129,20 +184,26 @@ def _partial(walk: object, messages: list[object]) -> tuple[object, list[tuple[s
     return None, [(s.path, s.text) for s in out]
 
 
-@pytest.mark.parametrize("bound", range(8))
+@pytest.mark.parametrize("bound", range(16))
 def test_segment_bound(monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
     """Past the bound, the same error after the same segments: the caller's list keeps them."""
-    monkeypatch.setattr(generic, "MAX_SEGMENTS", bound)
     messages: list[object] = [
         {"role": "user", "content": "a"},
         {"role": "tool", "content": "b", "tool_call_id": "c1"},
         {"role": "tool", "tool_call_id": "c2", "content": "d"},
         {"role": "assistant", "content": "e"},
+        {
+            "role": "assistant",
+            "content": "f",
+            "tool_calls": [_call("c3", "g", '{"h": "i"}', 0), _call("c4", "j", "k", 3)],
+        },
     ]
+    whole = len(_python(messages))
+    monkeypatch.setattr(generic, "MAX_SEGMENTS", bound)
     assert_same(messages)
     got = _partial(_compiled_into, messages)
     assert got == _partial(_python_into, messages)
-    assert (got[0] is None) == (bound >= 6)
+    assert (got[0] is None) == (bound >= whole)
 
 
 def _compiled_into(messages: list[object], out: list[Segment]) -> None:
@@ -224,12 +285,17 @@ def test_refuses_a_type_without_the_slots() -> None:
         _chat.Walker(
             segment=Plain,
             expected=frozenset(),
+            paths=(),
             content_paths=(),
             call_id_paths=(),
             trust={},
+            trusted=generic.TRUSTED,
             untrusted=generic.UNTRUSTED,
             opaque=generic.OPAQUE,
             words=frozenset(),
+            add_arguments=generic.add_arguments,
+            depth=7,
+            payload_error=PayloadError,
             heads="{",
         )
     assert WALKER is not None
