@@ -6,7 +6,8 @@ detector's word scan, its rule index's test of which alternatives can
 match and its search for encoded runs, the first step of
 unwrapping (the gate that lets plainly clean text through), the secret
 scan's prefilter, the fast JSON reader's count of ':' bytes, the walk of a chat
-request's common messages into segments, and the test
+request's common messages into segments, the canonical encoder's check
+of plain values, and the test
 of whether an answer's bytes can name a tool call.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
@@ -49,6 +50,7 @@ setup(
         ),
         Extension("gateway.wire._colons", ["gateway/wire/_colons.c"], optional=True),
         Extension("gateway.wire._chat", ["gateway/wire/_chat.c"], optional=True),
+        Extension("gateway._plain", ["gateway/_plain.c"], optional=True),
         Extension("gateway.wire.replies._names", ["gateway/wire/replies/_names.c"], optional=True),
     ]
 )

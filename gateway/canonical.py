@@ -34,9 +34,10 @@ import hashlib
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from typing import Final
 
-from gateway import fastjson
+from gateway import compiled, fastjson
 
 __all__ = [
     "CanonicalError",
@@ -135,7 +136,7 @@ def _fast_str(value: object) -> str | None:
     return _C_ENCODER.encode(value)
 
 
-def _plain(value: object) -> bool:
+def _py_plain(value: object) -> bool:
     """True when the C encoder's output is canonical, surrogates aside.
 
     Exact types only, since subclasses may override comparison or iteration.
@@ -160,7 +161,7 @@ def _plain(value: object) -> bool:
                 if 1e-4 <= abs(v) < 1e16 and not v.is_integer():
                     continue
                 return False
-            if not _plain(v):
+            if not _py_plain(v):
                 return False
         return True
     if type(value) is str or value is None or type(value) is bool:
@@ -175,10 +176,19 @@ def _plain(value: object) -> bool:
         for v in value:
             if type(v) is str or v is None or type(v) is bool:
                 continue
-            if not _plain(v):
+            if not _py_plain(v):
                 return False
         return True
     return False
+
+
+def _plain_check() -> Callable[[object], bool]:
+    module = compiled.load("gateway._plain")
+    return _py_plain if module is None else module.plain
+
+
+# The same answer from `_plain.c`, when it is built.
+_plain: Final = _plain_check()
 
 
 # ---------------------------------------------------------------------------
