@@ -26,8 +26,6 @@
 #define MAX_EXACT_INT (1LL << 53)
 #define UTF16_ORDER_SENSITIVE 0xE000
 
-static int plain(PyObject *value);
-
 static int
 plain_int(PyObject *value)
 {
@@ -70,21 +68,6 @@ plain_key(PyObject *key)
 
 /* 1, 0, or -1 with an exception (RecursionError past the limit). */
 static int
-plain_member(PyObject *value)
-{
-    if (PyUnicode_CheckExact(value) || value == Py_None || PyBool_Check(value)) {
-        return 1;
-    }
-    if (PyLong_CheckExact(value)) {
-        return plain_int(value);
-    }
-    if (PyFloat_CheckExact(value)) {
-        return plain_float(value);
-    }
-    return plain(value);
-}
-
-static int
 plain(PyObject *value)
 {
     if (PyUnicode_CheckExact(value) || value == Py_None || PyBool_Check(value)) {
@@ -108,7 +91,7 @@ plain(PyObject *value)
         PyObject *key, *item;
         Py_ssize_t pos = 0;
         while (ok == 1 && PyDict_Next(value, &pos, &key, &item)) {
-            ok = plain_key(key) ? plain_member(item) : 0;
+            ok = plain_key(key) ? plain(item) : 0;
         }
     }
     else {
@@ -116,7 +99,7 @@ plain(PyObject *value)
          * code, which none of these run; the size is read each turn anyway. */
         PyObject *seq = value;
         for (Py_ssize_t i = 0; ok == 1 && i < PySequence_Fast_GET_SIZE(seq); i++) {
-            ok = plain_member(PySequence_Fast_GET_ITEM(seq, i));
+            ok = plain(PySequence_Fast_GET_ITEM(seq, i));
         }
     }
     Py_LeaveRecursiveCall();

@@ -207,6 +207,17 @@ get_str(PyObject *d, PyObject *key, int *error)
     return value != NULL && PyUnicode_CheckExact(value) ? value : NULL;
 }
 
+/* Whether an id is a segment (add_opaque): not empty, and not a known word; -1 on error. */
+static int
+is_id_segment(const Walker *w, PyObject *id)
+{
+    if (PyUnicode_GET_LENGTH(id) == 0) {
+        return 0;
+    }
+    int known = PySet_Contains(w->words, id);
+    return known < 0 ? -1 : !known;
+}
+
 /* Which of two keys comes first in `d`: 1 for `a`, 0 for `b`, -1 when a key
  * is not an exact str (the Python walk compares those itself). */
 static int
@@ -285,13 +296,9 @@ fast_calls(Walker *w, PyObject *calls, PyObject *base, PyObject *role, PyObject 
         if (id_first < 0 || name_first < 0) {
             return 0;
         }
-        int id_is_segment = 0;
-        if (PyUnicode_GET_LENGTH(call_id) > 0) {
-            int known = PySet_Contains(w->words, call_id);
-            if (known < 0) {
-                return -1;
-            }
-            id_is_segment = !known;
+        int id_is_segment = is_id_segment(w, call_id);
+        if (id_is_segment < 0) {
+            return -1;
         }
         for (int turn = 0; turn < 2; turn++) {
             if ((turn == 0) == (id_first == 1)) {
@@ -454,13 +461,9 @@ fast_message(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t m
     if (call_id == NULL) {
         return 0;
     }
-    int id_is_segment = 0;
-    if (PyUnicode_GET_LENGTH(call_id) > 0) {
-        int known = PySet_Contains(w->words, call_id);
-        if (known < 0) {
-            return -1;
-        }
-        id_is_segment = !known;
+    int id_is_segment = is_id_segment(w, call_id);
+    if (id_is_segment < 0) {
+        return -1;
     }
     if (room < has_text + id_is_segment) {
         return 0;
