@@ -45,6 +45,7 @@ from gateway.guard.detectors.base import Detector, Scope
 from gateway.guard.detectors.builtin import INJECTION, SECRETS
 from gateway.guard.detectors.custom import CustomRules
 from gateway.guard.findings import Fingerprinter
+from gateway.guard.floor import DEFAULT as DEFAULT_FLOOR
 from gateway.guard.redact_payload import redact_payload
 from gateway.guard.verdict import (
     GUARD_FAILURE,
@@ -166,7 +167,8 @@ class TeamPolicy:
     # The team's detectors: the floor runs those of scope EVERY (the built-in
     # secret rules and the team's custom rules, in one pass) on every segment;
     # the inbound check runs those of scope UNTRUSTED on untrusted text.
-    floor: floor.Floor = floor.DEFAULT
+    # The module's name is shadowed by the field's inside the class body.
+    floor: floor.Floor = DEFAULT_FLOOR
     inbound_detectors: tuple[Detector, ...] = (INJECTION,)
     allow: Allowances | None = None
     on_secret: str = "deny"
@@ -251,7 +253,7 @@ class Guard:
                 rules=rules,
                 inbound=team.inbound,
                 classifier=classifiers[settings],
-                floor=floor.Floor(detectors) if team.detectors.custom else floor.DEFAULT,
+                floor=floor.Floor(detectors) if team.detectors.custom else DEFAULT_FLOOR,
                 inbound_detectors=tuple(d for d in detectors if d.scope is Scope.UNTRUSTED),
                 allow=Allowances(team.allow) if team.allow != Allow() else None,
                 on_secret=team.outbound.on_secret,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import re
 import sys
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from itertools import repeat
-from typing import Final
+from typing import Final, Protocol
 
 from gateway import compiled
 
@@ -256,8 +256,17 @@ class _PyVocabulary:
         return words, len(words), len(toks), features, total
 
 
-def _vocabulary_type() -> type[_PyVocabulary]:
-    # The compiled scan is optional (see `compiled`).
+class Scan(Protocol):
+    """What `_PyVocabulary` and `_wordset.Vocabulary` both are."""
+
+    def scan(self, text: str, /) -> tuple[AbstractSet[str], int, int, int, int]: ...
+
+
+def _vocabulary_type() -> Callable[
+    [Iterable[str], Mapping[str, int] | None, Mapping[str, str] | None], Scan
+]:
+    # The compiled scan is optional (see `compiled`). Typed by what both
+    # give, not as the Python class: the compiled gateway checks the type.
     module = compiled.load("gateway.guard.detectors.injection._wordset")
     return _PyVocabulary if module is None else module.Vocabulary
 
