@@ -6,6 +6,7 @@ prints whether the Python twin was chosen.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -51,3 +52,29 @@ def test_the_environment_switch_selects_the_python_twin(probe: str) -> None:
             [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
         )
         assert out.stdout.strip() == python_twin
+
+
+# Every gateway module loaded, and from which file: an extension built by
+# mypyc has the `.py` file of the same name beside it.
+_LOADED = (
+    "import json, sys, pathlib, gateway.app, gateway.cli;"
+    "mods = [m for n, m in sys.modules.items() if n.startswith('gateway.')];"
+    "files = [pathlib.Path(m.__file__) for m in mods if getattr(m, '__file__', None)];"
+    "print(json.dumps(sorted(str(f) for f in files if f.suffix == '.so' and f.with_name("
+    "f.name.split('.')[0] + '.py').is_file())))"
+)
+
+
+def test_the_environment_switch_runs_the_source_of_mypyc_modules() -> None:
+    def compiled_from_source(value: str) -> list[str]:
+        env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
+        out = subprocess.run(
+            [sys.executable, "-c", _LOADED], env=env, capture_output=True, text=True, check=True
+        )
+        names: list[str] = json.loads(out.stdout)
+        return names
+
+    assert compiled_from_source("1") == []
+    built = compiled_from_source("")
+    # CI checks that the build made them (.ci/run); the switch must hide each one.
+    assert any(name.endswith(".so") and "pipeline" in name for name in built)
