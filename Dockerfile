@@ -16,8 +16,8 @@ ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
 COPY pyproject.toml setup.py README.md constraints.txt ./
 COPY gateway ./gateway
-# A C compiler for the injection detector's compiled word split (the install
-# builds it; only this stage needs the compiler).
+# A C compiler for the compiled modules: the hand-written C ones and those
+# mypyc builds from the typed Python (setup.py); only this stage needs it.
 RUN apt-get update \
     && apt-get install -y --no-install-recommends gcc libc6-dev \
     && rm -rf /var/lib/apt/lists/*

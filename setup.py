@@ -11,9 +11,73 @@ of plain values, and the test
 of whether an answer's bytes can name a tool call.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
+
+The request path's typed Python modules are compiled too, by mypyc, from the
+same source: the guard pipeline and its caches, the injection detector's
+rules, the exchange, the headers, the team match and the metrics. Their
+`.py` files stay the reference, and REEFGATE_NO_EXTENSION=1 runs them
+instead (see `gateway/compiled.py`). REEFGATE_NO_MYPYC=1 at install time
+skips this step.
 """
 
+import os
+
 from setuptools import Extension, setup
+
+# Compiled by mypyc. Left out on purpose: modules whose functions or
+# methods tests and `bench/ablated.py` replace at run time (a compiled
+# caller would not see the replacement: `floor`, `detectors/builtin`, the
+# proxy handler), the protocol in `detectors/base`, and modules that
+# mypyc does not compile (exceptions subclassing builtins, aiohttp's
+# middleware decorator, a surrogate in a string literal).
+TYPED = [
+    "gateway/config/teams.py",
+    "gateway/guard/allowances.py",
+    "gateway/guard/cache.py",
+    "gateway/guard/decision.py",
+    "gateway/guard/findings.py",
+    "gateway/guard/pipeline.py",
+    "gateway/guard/verdict.py",
+    "gateway/guard/detectors/injection/assess.py",
+    "gateway/guard/detectors/injection/decoders.py",
+    "gateway/guard/detectors/injection/gates.py",
+    "gateway/guard/detectors/injection/hidden.py",
+    "gateway/guard/detectors/injection/literals.py",
+    "gateway/guard/detectors/injection/model.py",
+    "gateway/guard/detectors/injection/phrases.py",
+    "gateway/guard/detectors/injection/templates.py",
+    "gateway/guard/detectors/injection/text.py",
+    "gateway/guard/detectors/injection/verdict.py",
+    "gateway/observe/metrics.py",
+    "gateway/proxy/exchange.py",
+    "gateway/proxy/upstream.py",
+]
+# The build environment has mypy but not the gateway's dependencies, so
+# their types are unknown (Any) here; `mypy gateway` in CI checks them.
+_BUILD_FLAGS = [
+    "--ignore-missing-imports",
+    "--allow-subclassing-any",
+    "--allow-untyped-decorators",
+    "--no-warn-return-any",
+    "--no-warn-unused-ignores",
+]
+
+
+def typed_modules() -> list[Extension]:
+    if os.environ.get("REEFGATE_NO_MYPYC", "").strip() not in ("", "0"):
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        return []
+    extensions: list[Extension] = mypycify(
+        [*_BUILD_FLAGS, *TYPED], group_name="gateway._native", opt_level="3"
+    )
+    for extension in extensions:
+        # Without a C compiler the gateway runs the same modules as Python.
+        extension.optional = True
+    return extensions
+
 
 setup(
     ext_modules=[
@@ -52,5 +116,6 @@ setup(
         Extension("gateway.wire._chat", ["gateway/wire/_chat.c"], optional=True),
         Extension("gateway._plain", ["gateway/_plain.c"], optional=True),
         Extension("gateway.wire.replies._names", ["gateway/wire/replies/_names.c"], optional=True),
+        *typed_modules(),
     ]
 )
