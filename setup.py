@@ -23,6 +23,7 @@ skips this step.
 import os
 
 from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
 
 # Compiled by mypyc. Left out on purpose: modules whose functions or
 # methods tests and `bench/ablated.py` replace at run time (a compiled
@@ -52,6 +53,9 @@ TYPED = [
     "gateway/proxy/exchange.py",
     "gateway/proxy/upstream.py",
 ]
+# The group's shared library; each module of TYPED gets a small extension
+# that loads its part of it.
+NATIVE = "gateway._native__mypyc"
 # The build environment has mypy but not the gateway's dependencies, so
 # their types are unknown (Any) here; `mypy gateway` in CI checks them.
 _BUILD_FLAGS = [
@@ -71,7 +75,7 @@ def typed_modules() -> list[Extension]:
     except ImportError:
         return []
     extensions: list[Extension] = mypycify(
-        [*_BUILD_FLAGS, *TYPED], group_name="gateway._native", opt_level="3"
+        [*_BUILD_FLAGS, *TYPED], group_name=NATIVE.removesuffix("__mypyc"), opt_level="3"
     )
     for extension in extensions:
         # Without a C compiler the gateway runs the same modules as Python.
@@ -79,7 +83,32 @@ def typed_modules() -> list[Extension]:
     return extensions
 
 
+class BuildExt(build_ext):
+    """The group's library first; its modules' extensions only if it was built.
+
+    Every extension is optional, so a failed build leaves the Python; but a
+    module's extension without the library would fail at import, and the
+    gateway with it.
+    """
+
+    native_built = False
+
+    def build_extensions(self) -> None:
+        self.extensions.sort(key=lambda ext: ext.name != NATIVE)
+        super().build_extensions()
+
+    def build_extension(self, ext: Extension) -> None:
+        typed = ext.name != NATIVE and ext.name.replace(".", "/") + ".py" in TYPED
+        if typed and not self.native_built:
+            print(f"skipping {ext.name}: {NATIVE} was not built")
+            return
+        super().build_extension(ext)
+        if ext.name == NATIVE:
+            self.native_built = True
+
+
 setup(
+    cmdclass={"build_ext": BuildExt},
     ext_modules=[
         Extension(
             "gateway.guard.detectors.injection._wordset",
@@ -117,5 +146,5 @@ setup(
         Extension("gateway._plain", ["gateway/_plain.c"], optional=True),
         Extension("gateway.wire.replies._names", ["gateway/wire/replies/_names.c"], optional=True),
         *typed_modules(),
-    ]
+    ],
 )
