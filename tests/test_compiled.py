@@ -66,7 +66,7 @@ _LOADED = (
 
 
 def test_the_environment_switch_runs_the_source_of_mypyc_modules() -> None:
-    def compiled_from_source(value: str) -> list[str]:
+    def extensions_with_source(value: str) -> list[str]:
         env = {**os.environ, compiled.NO_EXTENSION_ENV: value}
         out = subprocess.run(
             [sys.executable, "-c", _LOADED], env=env, capture_output=True, text=True, check=True
@@ -74,7 +74,7 @@ def test_the_environment_switch_runs_the_source_of_mypyc_modules() -> None:
         names: list[str] = json.loads(out.stdout)
         return names
 
-    assert compiled_from_source("1") == []
-    built = compiled_from_source("")
+    assert extensions_with_source("1") == []
+    built = extensions_with_source("")
     # CI checks that the build made them (.ci/run); the switch must hide each one.
     assert any(name.endswith(".so") and "pipeline" in name for name in built)

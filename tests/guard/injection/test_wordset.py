@@ -13,6 +13,7 @@ import importlib.util
 import sys
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -183,9 +184,8 @@ def assess_from_source() -> ModuleType:
     module attribute replaced at run time; this copy does, and it uses the
     same rule modules as the installed one.
     """
-    origin = ASSESS.__file__
-    assert origin is not None
-    source = origin[: origin.index("assess") + len("assess")] + ".py"
+    assert ASSESS.__file__ is not None
+    source = Path(ASSESS.__file__).with_name("assess.py")
     spec = importlib.util.spec_from_file_location("assess_from_source", source)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
