@@ -5,8 +5,9 @@
  * In Python the word set of a text costs an encode, a translate, a decode,
  * a split, a str object and a hash per word, and a set insertion per word;
  * the model then looks up each distinct word's weight. Here the text's bytes
- * are read once: each word is hashed in place, looked up in the
- * vocabulary's own table and counted in a table of the words seen; only the
+ * are read once: each word is hashed in place and looked up in the
+ * vocabulary's own table; a known word is marked seen on its entry, any other
+ * is counted in a table of the words seen; only the
  * vocabulary's str objects (hashes cached) go into the result, and weights
  * (integers, so that the order of the sum cannot change it) are summed once
  * per distinct feature (a word, or the word its alias names).
@@ -22,15 +23,38 @@
 
 static unsigned char is_word_byte[256];
 
-/* The interpreter's keyed hash (SipHash, secret per process), the one str
- * hashes use: the words are the client's, and with an unkeyed hash a client
- * could send words that all land on one chain of the table of words seen,
- * making the scan quadratic in the text's size. */
+/* The table of words seen takes the interpreter's keyed hash (SipHash,
+ * secret per process), the one str hashes use: the words are the client's,
+ * and with an unkeyed hash a client could send words that all land on one
+ * chain of that table, making the scan quadratic in the text's size. */
 #if PY_VERSION_HEX >= 0x030E0000
 #define HASH_BYTES(data, len) ((uint64_t)Py_HashBuffer((data), (len)))
 #else
 #define HASH_BYTES(data, len) ((uint64_t)_Py_HashBytes((data), (len)))
 #endif
+
+/* The vocabulary's index takes a plain hash, a fraction of SipHash's cost:
+ * FNV-1a over the bytes, then MurmurHash3's finaliser so that the low bits
+ * (the slot) and the high bits (the tag) both vary. No client can make a
+ * lookup long with it: the index is built once, at most half full, and a
+ * probe stops at the first empty slot, so no lookup reads more slots than
+ * the longest run of filled ones, whatever the word. Most words of a text
+ * are in the vocabulary (about three in four in agent traffic), so only the
+ * rest pay for SipHash. */
+static inline uint64_t
+index_hash(const unsigned char *data, Py_ssize_t len)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        h = (h ^ data[i]) * 0x100000001b3ULL;
+    }
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return h;
+}
 
 /* The words of the text being read: open addressing with linear probing;
  * capacity a power of two, at most half full. A slot is in use when its `gen`
@@ -104,7 +128,8 @@ table_grow(Table *t)
  * entries are dense, their words' bytes are packed in one block, and the
  * index over them is 32 bits a slot (see `vocabulary_find`). */
 typedef struct {
-    uint64_t counted; /* scan number in which this entry's weight was last counted */
+    uint32_t counted; /* scan number in which this entry's weight was last counted */
+    uint32_t seen;    /* scan number in which this entry's word last occurred */
     long long weight; /* of the feature this entry stands for */
     uint32_t feature; /* entry whose weight counts for this word */
     uint32_t len;
@@ -112,7 +137,7 @@ typedef struct {
     uint32_t listed; /* a word of `words` (the others only carry weights and aliases) */
 } Entry;
 
-/* A word of the text being read: where it is, and its hash. */
+/* A word of the text being read: where it is, and its index hash. */
 typedef struct {
     Py_ssize_t start;
     Py_ssize_t len;
@@ -138,8 +163,8 @@ typedef struct {
     uint32_t bytes_used;
     PyObject **objects; /* entry -> its str, for the result set */
     PyObject *words; /* keeps those str objects alive */
-    Table seen; /* the words of the text being read */
-    uint64_t scans;
+    Table seen; /* the words of the text being read that it does not know */
+    uint32_t scans; /* 0 never stands for a scan: entries start with it */
 } Vocabulary;
 
 static inline uint32_t
@@ -197,7 +222,7 @@ vocabulary_add(Vocabulary *self, PyObject *word)
     }
     const unsigned char *data = PyUnicode_1BYTE_DATA(word);
     Py_ssize_t len = PyUnicode_GET_LENGTH(word);
-    uint64_t hash = HASH_BYTES(data, len);
+    uint64_t hash = index_hash(data, len);
     Py_ssize_t found = vocabulary_find(self, hash, data, len);
     if (found >= 0) {
         return found;
@@ -209,7 +234,7 @@ vocabulary_add(Vocabulary *self, PyObject *word)
     uint32_t number = self->count++;
     self->index[i] = hash_tag(self, hash) | (number + 1);
     memcpy(self->bytes + self->bytes_used, data, len);
-    self->entries[number] = (Entry){0, 0, number, (uint32_t)len, self->bytes_used, 0};
+    self->entries[number] = (Entry){0, 0, 0, number, (uint32_t)len, self->bytes_used, 0};
     self->objects[number] = word;
     self->bytes_used += (uint32_t)len;
     return number;
@@ -374,7 +399,16 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     }
     seen->gen++;
     seen->used = 0;
-    uint64_t scan = ++self->scans;
+    if (++self->scans == 0) {
+        /* The stamps wrapped: clear them, or a word last seen 2^32 scans ago
+         * would count as seen in this one. */
+        for (uint32_t e = 0; e < self->count; e++) {
+            self->entries[e].counted = 0;
+            self->entries[e].seen = 0;
+        }
+        self->scans = 1;
+    }
+    uint32_t scan = self->scans;
     Py_ssize_t count = 0, known_words = 0, known_features = 0;
     long long total = 0;
     /* Words are read in batches: each word's index slot is requested from
@@ -398,7 +432,7 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             while (i < n && is_word_byte[s[i]]) {
                 i++;
             }
-            uint64_t hash = HASH_BYTES(s + start, i - start);
+            uint64_t hash = index_hash(s + start, i - start);
             __builtin_prefetch(&self->index[(size_t)hash & self->mask]);
             batch[size++] = (Word){start, i - start, hash};
         }
@@ -413,14 +447,13 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             Py_ssize_t len = batch[b].len;
             uint64_t hash = batch[b].hash;
             count++;
-            Slot *slot = table_find(seen, hash, word, len);
-            if (slot->gen == seen->gen) {
-                continue; /* seen before: counted, and looked up already */
-            }
-            *slot = (Slot){hash, seen->gen, word, len};
             Py_ssize_t number = vocabulary_find(self, hash, word, len);
             if (number >= 0) {
                 Entry *entry = &self->entries[number];
+                if (entry->seen == scan) {
+                    continue; /* seen before: counted already */
+                }
+                entry->seen = scan;
                 if (entry->listed && PySet_Add(known, self->objects[number]) < 0) {
                     goto error;
                 }
@@ -431,13 +464,20 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
                     known_features++;
                     total += feature->weight;
                 }
+                continue;
             }
+            uint64_t keyed = HASH_BYTES(word, len);
+            Slot *slot = table_find(seen, keyed, word, len);
+            if (slot->gen == seen->gen) {
+                continue; /* seen before: counted already */
+            }
+            *slot = (Slot){keyed, seen->gen, word, len};
             if (++seen->used * 2 > seen->mask + 1 && table_grow(seen) < 0) {
                 goto error;
             }
         }
     }
-    Py_ssize_t distinct = (Py_ssize_t)seen->used;
+    Py_ssize_t distinct = known_words + (Py_ssize_t)seen->used;
     if (seen->mask + 1 > SEEN_KEEP) {
         PyMem_Free(seen->slots);
         if (table_init(seen, SEEN_START) < 0) {
