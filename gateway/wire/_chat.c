@@ -35,6 +35,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "structmember.h"
+#include <string.h>
 
 /* The fields Segment(path, role, text, trust, index) sets, then `expected`. */
 enum { F_PATH, F_ROLE, F_TEXT, F_TRUST, F_INDEX, F_EXPECTED, N_FIELDS };
@@ -242,12 +243,50 @@ first_of(PyObject *d, PyObject *a, PyObject *b)
     return first == 2 ? -1 : first;
 }
 
-/* Appends Segment(path, ...) for a path built from `format`; -1 on error. */
+/* base + ".tool_calls[" + j + "]" + tail, as PyUnicode_FromFormat would
+ * write it. The walker's bases are ASCII; for those the string is written
+ * directly, where the format would be parsed anew for every path (about a
+ * tenth of the walk's instructions on an agent turn with two tool calls). */
+static PyObject *
+call_path(PyObject *base, Py_ssize_t j, const char *tail)
+{
+    static const char head[] = ".tool_calls[";
+    if (!PyUnicode_IS_ASCII(base) || j < 0) {
+        return PyUnicode_FromFormat("%U.tool_calls[%zd]%s", base, j, tail);
+    }
+    char digits[24];
+    int count = 0;
+    size_t rest = (size_t)j;
+    do {
+        digits[count++] = (char)('0' + rest % 10);
+        rest /= 10;
+    } while (rest != 0);
+    Py_ssize_t base_len = PyUnicode_GET_LENGTH(base);
+    size_t head_len = sizeof(head) - 1, tail_len = strlen(tail);
+    Py_ssize_t length = base_len + (Py_ssize_t)(head_len + (size_t)count + 1 + tail_len);
+    PyObject *path = PyUnicode_New(length, 127);
+    if (path == NULL) {
+        return NULL;
+    }
+    Py_UCS1 *at = PyUnicode_1BYTE_DATA(path);
+    memcpy(at, PyUnicode_1BYTE_DATA(base), (size_t)base_len);
+    at += base_len;
+    memcpy(at, head, head_len);
+    at += head_len;
+    while (count > 0) {
+        *at++ = (Py_UCS1)digits[--count];
+    }
+    *at++ = ']';
+    memcpy(at, tail, tail_len);
+    return path;
+}
+
+/* Appends Segment(path, ...) for the path `call_path` builds; -1 on error. */
 static int
 append_at(Walker *w, PyObject *out, PyObject *role, PyObject *text, PyObject *trust,
-          PyObject *index, const char *format, PyObject *base, Py_ssize_t j)
+          PyObject *index, PyObject *base, Py_ssize_t j, const char *tail)
 {
-    PyObject *path = PyUnicode_FromFormat(format, base, j);
+    PyObject *path = call_path(base, j, tail);
     if (path == NULL) {
         return -1;
     }
@@ -308,8 +347,7 @@ fast_calls(Walker *w, PyObject *calls, PyObject *base, PyObject *role, PyObject 
                 if (PyList_GET_SIZE(out) >= max_segments) {
                     return 0;
                 }
-                if (append_at(w, out, role, call_id, w->opaque, index, "%U.tool_calls[%zd].id",
-                              base, j) < 0) {
+                if (append_at(w, out, role, call_id, w->opaque, index, base, j, ".id") < 0) {
                     return -1;
                 }
                 continue;
@@ -322,14 +360,13 @@ fast_calls(Walker *w, PyObject *calls, PyObject *base, PyObject *role, PyObject 
                     if (PyList_GET_SIZE(out) >= max_segments) {
                         return 0;
                     }
-                    if (append_at(w, out, role, name, w->trusted, index,
-                                  "%U.tool_calls[%zd].function.name", base, j) < 0) {
+                    if (append_at(w, out, role, name, w->trusted, index, base, j,
+                                  ".function.name") < 0) {
                         return -1;
                     }
                     continue;
                 }
-                PyObject *path =
-                    PyUnicode_FromFormat("%U.tool_calls[%zd].function.arguments", base, j);
+                PyObject *path = call_path(base, j, ".function.arguments");
                 if (path == NULL) {
                     return -1;
                 }
