@@ -793,6 +793,26 @@ def test_bench_turns() -> None:
                 assert_same(live, reference, payload)
 
 
+def test_many_tool_calls_in_one_message() -> None:
+    """Tool-call indexes of several digits: the C walk writes these paths itself."""
+    gen = Gen(31)
+    for count in (9, 10, 11, 99, 100, 101, 1234):
+        calls = [
+            {
+                "id": f"call_{j}",
+                "type": "function",
+                "function": {"name": "grep", "arguments": json.dumps({"q": gen.string()})},
+            }
+            for j in range(count)
+        ]
+        payload = {"model": "m", "messages": [{"role": "assistant", "tool_calls": calls}]}
+        for live, reference in ADAPTERS["chat"]:
+            assert_same(live, reference, payload)
+        paths = {segment.path for segment in openai_chat.segments(payload)}
+        last = f"messages[0].tool_calls[{count - 1}]"
+        assert {f"{last}.id", f"{last}.function.name", f"{last}.function.arguments"} <= paths
+
+
 def test_deep_bodies() -> None:
     gen = Gen(99)
     for _ in range(300):
