@@ -113,6 +113,8 @@ setup(
         Extension(
             "gateway.guard.detectors.injection._wordset",
             ["gateway/guard/detectors/injection/_wordset.c"],
+            include_dirs=["gateway"],
+            depends=["gateway/_ascii.h"],
             optional=True,
         ),
         Extension(

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from bench._corpus import AgentTurns
 from gateway.evaluate import read_rows
-from gateway.guard.detectors.injection import text
+from gateway.guard.detectors.injection import _wordset, text
 from gateway.guard.detectors.injection._wordset import Vocabulary
 from gateway.guard.detectors.injection.assess import assess
 from tests.vectors import corpora
@@ -119,6 +119,33 @@ def test_one_vocabulary_scans_text_after_text() -> None:
     huge = " ".join(f"w{i}" for i in range(70_000)) + " ignore gpt"
     for sample in ["ignore x gpt", huge, "ignore x", "", huge[:5000], "claude llm 42 x"]:
         same(compiled, python, WORDS, sample)
+
+
+_ASCII_SAMPLES = [
+    "",
+    "".join(map(chr, range(128))),
+    "Ignore ALL previous Instructions @[`{ AZaz09",
+    # Long enough for every width of vector loop and its tail.
+    *("Ab@[Z`z{" * n + "Q" * (n % 7) for n in (1, 3, 15, 16, 17, 64, 1000)),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(sample=st.text(alphabet=st.characters(max_codepoint=127)))
+def test_the_compiled_lower_is_str_lower(sample: str) -> None:
+    assert _wordset.lower(sample) == sample.lower()
+    assert text.ascii_lower(sample) == sample.lower()
+
+
+def test_the_compiled_lower_at_every_length_and_byte() -> None:
+    for sample in _ASCII_SAMPLES:
+        lowered = _wordset.lower(sample)
+        assert lowered == sample.lower()
+        assert lowered.isascii()
+    with pytest.raises(ValueError, match="ASCII"):
+        _wordset.lower("caf\u00e9")
+    with pytest.raises(TypeError):
+        _wordset.lower(b"bytes")
 
 
 def test_refuses_what_is_not_ascii_text() -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from gateway.guard.detectors.secrets import engine
+from gateway.guard.detectors.secrets import _anchors, engine
 from gateway.guard.detectors.secrets._anchors import Prefilter
 from gateway.guard.detectors.secrets.prefix import alternatives
 from tests.guard import test_floor_differential as floor_texts
@@ -163,6 +163,23 @@ def test_the_scan_is_the_same_with_and_without_the_prefilter(
         assert compiled_scan == want, text[:200]
         found += bool(want)
     assert found > 1000
+
+
+def test_the_compiled_lower_is_the_ascii_bytes_lowered() -> None:
+    samples = ["", "".join(map(chr, range(128))), *differential_texts("lower", generated=300)]
+    samples += ["Ab@[Z`z{" * n + "Q" * (n % 7) for n in (1, 3, 15, 16, 17, 64, 1000)]
+    checked = 0
+    for sample in samples:
+        if not sample.isascii():
+            with pytest.raises(ValueError, match="ASCII"):
+                _anchors.lower(sample)
+            continue
+        assert _anchors.lower(sample) == sample.encode("ascii").lower()
+        assert engine._LOWER(sample) == sample.encode("ascii").lower()
+        checked += 1
+    assert checked > 100
+    with pytest.raises(TypeError):
+        _anchors.lower(b"bytes")
 
 
 def test_the_compiled_prefilter_checks_its_input() -> None:

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "_ascii.h"
+
 static unsigned char is_word_byte[256];
 
 /* The table of words seen takes the interpreter's keyed hash (SipHash,
@@ -515,11 +517,41 @@ static PyTypeObject VocabularyType = {
     .tp_methods = vocabulary_methods,
 };
 
+/* The injection rules read the text casefolded; for ASCII that is this. */
+static PyObject *
+wordset_lower(PyObject *module, PyObject *text)
+{
+    const unsigned char *s;
+    Py_ssize_t n;
+    int ascii = ascii_bytes(text, "lower()", &s, &n);
+    if (ascii < 0) {
+        return NULL;
+    }
+    if (!ascii) {
+        PyErr_SetString(PyExc_ValueError, "lower() takes ASCII text");
+        return NULL;
+    }
+    PyObject *out = PyUnicode_New(n, 127);
+    if (out == NULL) {
+        return NULL;
+    }
+    ascii_lower_into(s, PyUnicode_1BYTE_DATA(out), n);
+    return out;
+}
+
+static PyMethodDef wordset_functions[] = {
+    {"lower", (PyCFunction)wordset_lower, METH_O,
+     "lower(text, /)\n--\n\n"
+     "text.lower() for ASCII text; ValueError for any other."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "_wordset",
     .m_doc = "The injection detector's word scan, compiled.",
     .m_size = -1,
+    .m_methods = wordset_functions,
 };
 
 PyMODINIT_FUNC

@@ -40,6 +40,7 @@ from gateway.guard.detectors.injection.text import (
     _plain_punctuation,
     _split_words,
     _unescape,
+    ascii_lower,
     feature_sum,
 )
 from gateway.guard.detectors.injection.verdict import (
@@ -92,13 +93,13 @@ def _rules(text: str) -> tuple[list[Hit], str, AbstractSet[str], _Counts]:
     invisible = False
     cjk = False
     if text.isascii():
-        low = text.lower()
+        low = ascii_lower(text)
         words, distinct, count, features, total = _VOCABULARY.scan(low)
     elif (plain := _plain_punctuation(text)).isascii():
         # Typographic quotes and dashes in English: NFKC and casefolding
         # would leave these characters as they are, and then map them to
         # ASCII, so this is the same text at the cost of a few replaces.
-        low = plain.lower()
+        low = ascii_lower(plain)
         words, distinct, count, features, total = _VOCABULARY.scan(low)
     else:
         invisible = _has_invisible(plain)

@@ -261,11 +261,41 @@ static PyTypeObject PrefilterType = {
     .tp_new = prefilter_new,
 };
 
+/* The text as the lowercase searches read it: its ASCII bytes, lowered. */
+static PyObject *
+anchors_lower(PyObject *module, PyObject *text)
+{
+    const unsigned char *s;
+    Py_ssize_t n;
+    int ascii = ascii_bytes(text, "lower()", &s, &n);
+    if (ascii < 0) {
+        return NULL;
+    }
+    if (!ascii) {
+        PyErr_SetString(PyExc_ValueError, "lower() takes ASCII text");
+        return NULL;
+    }
+    PyObject *out = PyBytes_FromStringAndSize(NULL, n);
+    if (out == NULL) {
+        return NULL;
+    }
+    ascii_lower_into(s, (unsigned char *)PyBytes_AS_STRING(out), n);
+    return out;
+}
+
+static PyMethodDef anchors_functions[] = {
+    {"lower", (PyCFunction)anchors_lower, METH_O,
+     "lower(text, /)\n--\n\n"
+     "text.encode('ascii').lower() for ASCII text; ValueError for any other."},
+    {NULL, NULL, 0, NULL},
+};
+
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "gateway.guard.detectors.secrets._anchors",
     .m_doc = "The secret scan's prefilter: where each search can first match, in C.",
     .m_size = -1,
+    .m_methods = anchors_functions,
 };
 
 PyMODINIT_FUNC

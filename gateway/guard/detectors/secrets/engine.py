@@ -291,7 +291,7 @@ def _candidates(text: str) -> dict[int, list[int]]:
     low = b""
     for (_, lrx, passes), first in zip(_LOWER_SEARCHES, places[len(_TEXT_SEARCHES) :], strict=True):
         if first >= 0:
-            low = low or text.encode("ascii").lower()
+            low = low or _LOWER(text)
             if (lm := lrx.search(low, first)) is not None:
                 found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
     return found
@@ -406,6 +406,21 @@ def _prefilter() -> _Places | None:
 
 
 _PLACES: Final = _prefilter()
+
+
+def _python_lower(text: str) -> bytes:
+    return text.encode("ascii").lower()
+
+
+def _ascii_lowering() -> Callable[[str], bytes]:
+    # The lowercase searches' subject for ASCII text, in one pass in C when
+    # the prefilter's module is built (it is whenever `_PLACES` is set).
+    module = compiled.load("gateway.guard.detectors.secrets._anchors")
+    lower: Callable[[str], bytes] = _python_lower if module is None else module.lower
+    return lower
+
+
+_LOWER: Final = _ascii_lowering()
 
 
 def _starts(rx: re.Pattern[AnyStr], subject: AnyStr, m: re.Match[AnyStr] | None) -> list[int]:
