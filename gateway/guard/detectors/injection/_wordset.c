@@ -41,8 +41,7 @@ static unsigned char is_word_byte[256];
  * lookup long with it: the index is built once, at most half full, and a
  * probe stops at the first empty slot, so no lookup reads more slots than
  * the longest run of filled ones, whatever the word. Most words of a text
- * are in the vocabulary (about three in four in agent traffic), so only the
- * rest pay for SipHash. */
+ * are in the vocabulary, so only the rest pay for SipHash. */
 static inline uint64_t
 index_hash(const unsigned char *data, Py_ssize_t len)
 {
