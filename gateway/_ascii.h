@@ -29,6 +29,19 @@ ascii_bytes(PyObject *text, const char *who, const unsigned char **s, Py_ssize_t
     return 1;
 }
 
+/* As `ascii_bytes`, for callers that take ASCII text only: 1 with `*s` and
+ * `*n` set, or -1 with a TypeError or a ValueError naming `who`. */
+static inline int
+ascii_only(PyObject *text, const char *who, const unsigned char **s, Py_ssize_t *n)
+{
+    int ascii = ascii_bytes(text, who, s, n);
+    if (ascii == 0) {
+        PyErr_Format(PyExc_ValueError, "%s takes ASCII text", who);
+        return -1;
+    }
+    return ascii;
+}
+
 /* A-Z as a-z and every other byte as it is: what str.lower() and
  * bytes.lower() do to ASCII. Branch-free, so the compiler vectorises it;
  * CPython's own loop looks each byte up in a table, several instructions

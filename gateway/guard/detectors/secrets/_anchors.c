@@ -267,12 +267,7 @@ anchors_lower(PyObject *module, PyObject *text)
 {
     const unsigned char *s;
     Py_ssize_t n;
-    int ascii = ascii_bytes(text, "lower()", &s, &n);
-    if (ascii < 0) {
-        return NULL;
-    }
-    if (!ascii) {
-        PyErr_SetString(PyExc_ValueError, "lower() takes ASCII text");
+    if (ascii_only(text, "lower()", &s, &n) < 0) {
         return NULL;
     }
     PyObject *out = PyBytes_FromStringAndSize(NULL, n);
