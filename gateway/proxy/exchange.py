@@ -35,6 +35,16 @@ class Phase(IntEnum):
     STREAMING = 4  # the client has the response headers
 
 
+def ms(seconds: float) -> float:
+    """``seconds`` in milliseconds to the microsecond, for the audit entry.
+
+    The whole number of microseconds over 1000 is the double nearest that
+    decimal, as ``round(x, 3)`` gives; round takes a decimal conversion
+    there and back, several times the cost of the rest of an entry's numbers.
+    """
+    return int(seconds * 1_000_000 + 0.5) / 1000
+
+
 @dataclass(frozen=True, slots=True)
 class Route:
     name: str
@@ -136,7 +146,7 @@ class Exchange:
             record["tool_calls"] = self.tool_calls
         if self.phase is Phase.STREAMING:
             record["stream"] = True
-        record["latency_ms"] = round((time.perf_counter() - self.started) * 1000, 3)
+        record["latency_ms"] = ms(time.perf_counter() - self.started)
         return record
 
     def _shown_path(self) -> str:

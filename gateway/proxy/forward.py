@@ -36,6 +36,7 @@ from gateway.config.models import ForwardProxy as Settings
 from gateway.guard.floor import shown
 from gateway.observe.metrics import Metrics
 from gateway.proxy.certs import Authority, ensure_ca
+from gateway.proxy.exchange import ms
 from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
 from gateway.proxy.server import GatewayRunner, tunnel_protocol
 from gateway.proxy.upstream import HOP_BY_HOP, response_headers
@@ -420,7 +421,7 @@ def make_plain_app(
             port,
             _Decision(
                 "tunnelled",
-                extra={"plain": True, "ms": round((time.perf_counter() - started) * 1000, 3)},
+                extra={"plain": True, "ms": ms(time.perf_counter() - started)},
             ),
         )
         return response

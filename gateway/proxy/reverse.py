@@ -46,7 +46,7 @@ from gateway.guard.redact import StreamRedactor, redact
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
 from gateway.observe.metrics import Metrics
-from gateway.proxy.exchange import METHODS, Exchange, Phase, Route
+from gateway.proxy.exchange import METHODS, Exchange, Phase, Route, ms
 from gateway.proxy.middleware import EXCHANGE
 from gateway.proxy.relay import (
     compressed,
@@ -197,7 +197,7 @@ def _is_stream(payload: object, query: str) -> bool:
     if isinstance(payload, dict) and payload.get("stream") is True:
         return True
     # A stored response fetched back as a stream: GET /v1/responses/{id}?stream=true.
-    return any(p.lower() in ("stream=true", "stream=1") for p in query.split("&"))
+    return bool(query) and any(p.lower() in ("stream=true", "stream=1") for p in query.split("&"))
 
 
 def _gated(review: Review) -> Decision:
@@ -533,7 +533,7 @@ class ReverseProxy:
         except TimeoutError:
             raise Held(review.id, reason) from None
         finally:
-            exchange.held_ms = round((time.perf_counter() - started) * 1000, 3)
+            exchange.held_ms = ms(time.perf_counter() - started)
         if decided.status != "approved":
             raise Refused(_gated(decided))
         exchange.verdict = _approved(decided)
@@ -580,7 +580,7 @@ class ReverseProxy:
                 await response.write(b": reefgate is holding this request for review\n\n")
         finally:
             waiting.cancel()
-            exchange.held_ms = round((time.perf_counter() - started) * 1000, 3)
+            exchange.held_ms = ms(time.perf_counter() - started)
         if decided is None or decided.status != "approved":
             if decided is None:
                 code = "review_pending"
@@ -627,7 +627,7 @@ class ReverseProxy:
                 timeout=route.timeout,
             ) as upstream:
                 # The upstream's latency: until its response headers, whatever follows.
-                exchange.upstream_ms = round((time.perf_counter() - upstream_started) * 1000, 3)
+                exchange.upstream_ms = ms(time.perf_counter() - upstream_started)
                 exchange.upstream_status = exchange.status = upstream.status
                 out_headers = response_headers(upstream.headers)
                 out_headers["x-reefgate-request-id"] = exchange.request_id
