@@ -62,20 +62,53 @@ def _connection_tokens(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> fro
     )
 
 
-def _copy(
-    headers: CIMultiDictProxy[str] | CIMultiDict[str], drop: frozenset[str]
-) -> CIMultiDict[str]:
-    """The headers less `drop`, the ones Connection names and the gateway's own, in one pass."""
-    if "Connection" in headers:
-        drop = drop | _connection_tokens(headers)
-    out: CIMultiDict[str] = CIMultiDict()
-    add = out.add
-    for name, value in headers.items():
-        lower = name.lower()
-        if lower in drop or lower.startswith(_OWN_PREFIX):
-            continue
-        add(name, value)
-    return out
+# How many header names (as sent, case and all) a filter remembers; past it,
+# it starts over, so names a client makes up cannot grow it.
+_NAMES_KEPT = 1024
+
+
+class _Filter:
+    """The headers a copy leaves out: a fixed set of names, and the gateway's own.
+
+    Agents send the same few names on every request, and lowercasing a name
+    costs more than looking it up, so each name's answer is remembered as
+    sent. The copy takes every header and then removes the left-out ones:
+    multidict copies a whole dict for less than it adds one header.
+    """
+
+    __slots__ = ("_drop", "_dropped")
+
+    def __init__(self, drop: frozenset[str]) -> None:
+        self._drop = drop
+        self._dropped: dict[str, bool] = {}
+
+    def _leaves_out(self, name: str) -> bool:
+        known = self._dropped.get(name)
+        if known is None:
+            lower = name.lower()
+            known = lower in self._drop or lower.startswith(_OWN_PREFIX)
+            if len(self._dropped) >= _NAMES_KEPT:
+                self._dropped.clear()
+            self._dropped[name] = known
+        return known
+
+    def copy(self, headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> CIMultiDict[str]:
+        """The headers less the left-out ones and those Connection names, in the order sent."""
+        out = headers.copy()
+        # popall is case-insensitive, as the sets of names are: each spelling
+        # of a left-out name goes, and nothing else.
+        if "Connection" in headers:
+            for token in _connection_tokens(headers):
+                out.popall(token, None)
+        for name in headers:
+            if self._leaves_out(name):
+                out.popall(name, None)
+        return out
+
+
+_REQUEST = _Filter(_REQUEST_DROP)
+_REQUEST_NO_CREDENTIALS = _Filter(_REQUEST_DROP_CREDENTIALS)
+_RESPONSE = _Filter(_RESPONSE_DROP)
 
 
 def request_headers(
@@ -87,7 +120,7 @@ def request_headers(
     because the gateway replaces them (custody) or they hold a gateway-issued
     key.
     """
-    return _copy(headers, _REQUEST_DROP_CREDENTIALS if strip_credentials else _REQUEST_DROP)
+    return (_REQUEST_NO_CREDENTIALS if strip_credentials else _REQUEST).copy(headers)
 
 
 def add_custody(headers: CIMultiDict[str], *, flavor: Flavor, custody_key: str) -> None:
@@ -98,6 +131,29 @@ def add_custody(headers: CIMultiDict[str], *, flavor: Flavor, custody_key: str) 
         headers["Authorization"] = f"Bearer {custody_key}"
 
 
+# A header's segment, kept by its position, name and value as sent and the
+# request's settings: agents send the same headers request after request, so
+# one lookup replaces building the text and the segment, and the text, the
+# same object each time, has its hash already when the guard's cache looks it
+# up. Long values are not kept, and the table starts over when full: a client
+# that varies its headers pays what every request paid before, no more.
+_SEGMENTS_KEPT = 4096
+_KEPT_VALUE_CHARS = 1024
+_SKIPPED = Segment("", "header", "", _OPAQUE)
+_segments: dict[tuple[int, str, str, frozenset[str], frozenset[str]], Segment] = {}
+
+
+def _header_segment(
+    i: int, name: str, value: str, skip: frozenset[str], key_kinds: frozenset[str]
+) -> Segment:
+    lower = name.lower()
+    if lower in skip:
+        return _SKIPPED
+    expected = key_kinds if lower in _CREDENTIAL_HEADERS else _NOTHING
+    path = _KNOWN_PATHS.get(lower) or f"header[{i}]"
+    return Segment(path, "header", f"{name}: {value}", _OPAQUE, None, expected)
+
+
 def header_segments(
     headers: CIMultiDict[str], *, skip: frozenset[str], key_kinds: frozenset[str]
 ) -> list[Segment]:
@@ -105,19 +161,24 @@ def header_segments(
 
     The name gives the value its context (``x-my-token: ...``), as in a config
     file. The agent's own API key for this upstream in a credential header is
-    expected there; another secret in it is not.
+    expected there; another secret in it is not. The segments are shared
+    between requests, so nothing may change one.
     """
     out: list[Segment] = []
-    append = out.append
+    kept = _segments
     for i, (name, value) in enumerate(headers.items()):
-        lower = name.lower()
-        if lower in skip:
-            continue
-        expected = key_kinds if lower in _CREDENTIAL_HEADERS else _NOTHING
-        path = _KNOWN_PATHS.get(lower) or f"header[{i}]"
-        append(Segment(path, "header", f"{name}: {value}", _OPAQUE, None, expected))
+        key = (i, name, value, skip, key_kinds)
+        segment = kept.get(key)
+        if segment is None:
+            segment = _header_segment(i, name, value, skip, key_kinds)
+            if len(value) <= _KEPT_VALUE_CHARS:
+                if len(kept) >= _SEGMENTS_KEPT:
+                    kept.clear()
+                kept[key] = segment
+        if segment is not _SKIPPED:
+            out.append(segment)
     return out
 
 
 def response_headers(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
-    return _copy(headers, _RESPONSE_DROP)
+    return _RESPONSE.copy(headers)

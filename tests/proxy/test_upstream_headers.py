@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from gateway.proxy.upstream import request_headers, response_headers
+from gateway.proxy import upstream
+from gateway.proxy.upstream import (
+    _REQUEST_DROP,
+    _REQUEST_DROP_CREDENTIALS,
+    _RESPONSE_DROP,
+    header_segments,
+    request_headers,
+    response_headers,
+)
+from gateway.wire.base import Trust
 
 
 def _proxy(*pairs: tuple[str, str]) -> CIMultiDictProxy[str]:
@@ -73,3 +84,109 @@ def test_response_headers() -> None:
         ("Set-Cookie", "a=1"),
         ("Set-Cookie", "b=2"),
     ]
+
+
+# A reference for the copies: each header by itself, its name lowered.
+def _reference(headers: CIMultiDictProxy[str], drop: frozenset[str]) -> list[tuple[str, str]]:
+    tokens = {t.strip().lower() for v in headers.getall("Connection", ()) for t in v.split(",")} - {
+        ""
+    }
+    return [
+        (name, value)
+        for name, value in headers.items()
+        if name.lower() not in drop | tokens and not name.lower().startswith("x-reefgate-")
+    ]
+
+
+_NAMES = st.sampled_from(
+    [
+        "Host",
+        "HOST",
+        "host",
+        "Content-Length",
+        "content-length",
+        "Authorization",
+        "AUTHORIZATION",
+        "X-Api-Key",
+        "api-key",
+        "Accept",
+        "Connection",
+        "connection",
+        "Keep-Alive",
+        "Transfer-Encoding",
+        "TE",
+        "Upgrade",
+        "Expect",
+        "Proxy-Authorization",
+        "X-Reefgate-Decision",
+        "x-reefgate-request-id",
+        "X-Hop",
+        "x-hop",
+        "X-Stays",
+    ]
+)
+_VALUES = st.sampled_from(["1", "keep-alive", "x-hop", "X-Stays, te", "close,,", "Bearer k"])
+
+
+@given(st.lists(st.tuples(_NAMES, _VALUES), max_size=12))
+def test_copies_equal_the_reference(pairs: list[tuple[str, str]]) -> None:
+    sent = _proxy(*pairs)
+    for strip, drop in ((False, _REQUEST_DROP), (True, _REQUEST_DROP_CREDENTIALS)):
+        assert list(request_headers(sent, strip_credentials=strip).items()) == _reference(
+            sent, drop
+        )
+    assert list(response_headers(sent).items()) == _reference(sent, _RESPONSE_DROP)
+
+
+def test_a_name_is_left_out_in_any_spelling_after_another_was_remembered() -> None:
+    assert not request_headers(_proxy(("host", "a")), strip_credentials=False)
+    assert not request_headers(_proxy(("HoSt", "b"), ("HOST", "c")), strip_credentials=False)
+    kept = request_headers(_proxy(("X-Kept", "1"), ("x-kept", "2")), strip_credentials=False)
+    assert list(kept.items()) == [("X-Kept", "1"), ("x-kept", "2")]
+
+
+def test_remembered_names_are_bounded() -> None:
+    for i in range(upstream._NAMES_KEPT + 10):
+        request_headers(_proxy((f"X-Made-Up-{i}", "1")), strip_credentials=False)
+    assert len(upstream._REQUEST._dropped) <= upstream._NAMES_KEPT
+
+
+_KEYS = frozenset({"openai_key"})
+
+
+def _segments(
+    *pairs: tuple[str, str], skip: frozenset[str] = frozenset(), kinds: frozenset[str] = _KEYS
+) -> list[tuple[str, str, str, Trust, frozenset[str]]]:
+    return [
+        (s.path, s.role, s.text, s.trust, s.expected)
+        for s in header_segments(CIMultiDict(pairs), skip=skip, key_kinds=kinds)
+    ]
+
+
+def test_header_segments() -> None:
+    pairs = (("Authorization", "Bearer k"), ("X-Custom", "v"), ("accept", "*/*"))
+    expected = [
+        ("header(authorization)", "header", "Authorization: Bearer k", Trust.OPAQUE, _KEYS),
+        ("header[1]", "header", "X-Custom: v", Trust.OPAQUE, frozenset()),
+        ("header(accept)", "header", "accept: */*", Trust.OPAQUE, frozenset()),
+    ]
+    # The second time from the kept segments, the same answer.
+    assert _segments(*pairs) == expected
+    assert _segments(*pairs) == expected
+    assert _segments(*pairs, skip=frozenset({"x-custom"})) == [expected[0], expected[2]]
+    assert _segments(*pairs, kinds=frozenset())[0][4] == frozenset()
+    # Another value, position or spelling is another segment.
+    assert _segments(("Authorization", "Bearer j"))[0][2] == "Authorization: Bearer j"
+    assert _segments(("A", "1"), ("X-Custom", "v"))[1][0] == "header[1]"
+    assert _segments(("X-Custom", "v"), ("A", "1"))[0][0] == "header[0]"
+    assert _segments(("AUTHORIZATION", "Bearer k"))[0][2] == "AUTHORIZATION: Bearer k"
+
+
+def test_long_header_values_are_not_kept_and_the_table_is_bounded() -> None:
+    long = "v" * (upstream._KEPT_VALUE_CHARS + 1)
+    upstream._segments.clear()
+    assert _segments(("X-Long", long))[0][2] == f"X-Long: {long}"
+    assert not upstream._segments
+    for i in range(upstream._SEGMENTS_KEPT + 10):
+        _segments(("X-Trace", str(i)))
+    assert 0 < len(upstream._segments) <= upstream._SEGMENTS_KEPT
