@@ -56,15 +56,24 @@ _OPAQUE = Trust.OPAQUE
 
 def _connection_tokens(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> frozenset[str]:
     # Every Connection header counts: a second one names hop-by-hop headers too.
-    values = headers.getall("Connection", ())
-    return frozenset(
-        token for value in values for t in value.split(",") if (token := t.strip().lower())
-    )
+    # Joined, their tokens are the same as each one's, and an agent sends the
+    # same value ("keep-alive") every time: the answer is kept by that value.
+    value = ",".join(headers.getall("Connection", ()))
+    tokens = _tokens_by_value.get(value)
+    if tokens is None:
+        tokens = frozenset(token for t in value.split(",") if (token := t.strip().lower()))
+        if len(value) <= _KEPT_TOKENS_CHARS:
+            if len(_tokens_by_value) >= _NAMES_KEPT:
+                _tokens_by_value.clear()
+            _tokens_by_value[value] = tokens
+    return tokens
 
 
-# How many header names (as sent, case and all) a filter remembers; past it,
-# it starts over, so names a client makes up cannot grow it.
+# How many header names (as sent, case and all) or Connection values a table
+# remembers; past it, it starts over, so names a client makes up cannot grow it.
 _NAMES_KEPT = 1024
+_KEPT_TOKENS_CHARS = 256
+_tokens_by_value: dict[str, frozenset[str]] = {}
 
 
 class _Filter:

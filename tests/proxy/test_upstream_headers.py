@@ -190,3 +190,15 @@ def test_long_header_values_are_not_kept_and_the_table_is_bounded() -> None:
     for i in range(upstream._SEGMENTS_KEPT + 10):
         _segments(("X-Trace", str(i)))
     assert 0 < len(upstream._segments) <= upstream._SEGMENTS_KEPT
+
+
+def test_connection_values_are_remembered_within_bounds() -> None:
+    upstream._tokens_by_value.clear()
+    for i in range(upstream._NAMES_KEPT + 10):
+        sent = _proxy(("Connection", f"x-hop-{i}"), (f"X-Hop-{i}", "1"), ("X-Stays", "1"))
+        assert list(request_headers(sent, strip_credentials=False).items()) == [("X-Stays", "1")]
+    assert 0 < len(upstream._tokens_by_value) <= upstream._NAMES_KEPT
+    long = "x-hop, " + "y" * upstream._KEPT_TOKENS_CHARS
+    sent = _proxy(("Connection", long), ("X-Hop", "1"), ("X-Stays", "1"))
+    assert list(request_headers(sent, strip_credentials=False).items()) == [("X-Stays", "1")]
+    assert long not in upstream._tokens_by_value
