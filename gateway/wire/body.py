@@ -350,7 +350,7 @@ def request_segments(
         return segments, None
     media = _media_type(content_type)
     # Archives in all of the request's payloads share one set of bounds.
-    with content.request_budget():
+    with content.RequestBudget():
         try:
             payload = _body_segments(path, media, content_type or "", body, segments)
         except Unsupported as exc:

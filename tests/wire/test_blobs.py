@@ -166,7 +166,7 @@ def test_bytes_after_a_gzip_stream_are_scanned() -> None:
 )
 def test_a_bomb_stops_at_the_expansion_bound(bomb: bytes) -> None:
     assert len(bomb) < 50_000
-    with content.request_budget() as budget:
+    with content.RequestBudget() as budget:
         budget.expanded = 1_000_000
         with pytest.raises(Unreadable, match="expand to more than"):
             content.texts(bomb)
@@ -176,11 +176,25 @@ def test_a_bomb_stops_at_the_expansion_bound(bomb: bytes) -> None:
 
 def test_the_expansion_bound_is_shared_by_the_payloads_of_a_request() -> None:
     part = gzip.compress(b"x" * 600_000)
-    with content.request_budget() as budget:
+    with content.RequestBudget() as budget:
         budget.expanded = 1_000_000
         content.texts(part)
         with pytest.raises(Unreadable):
             content.texts(part)
+
+
+def test_a_request_budget_ends_with_its_block_even_on_an_error() -> None:
+    part = gzip.compress(b"x" * 600_000)
+    with pytest.raises(Unreadable), content.RequestBudget() as budget:
+        budget.expanded = 1_000
+        content.texts(part)
+    # Outside any request, a payload is held to the default bound again.
+    assert any("x" * 1_000 in text for text in content.texts(part))
+    with content.RequestBudget() as first:
+        first.expanded = 0
+    with content.RequestBudget() as second:
+        assert second.expanded == archives.MAX_EXPANDED
+        content.texts(part)
 
 
 def test_the_default_expansion_bound() -> None:
@@ -191,10 +205,10 @@ def test_the_default_expansion_bound() -> None:
 
 def test_too_many_members_are_refused() -> None:
     data = _zip({f"f{i}.txt": b"" for i in range(60)})
-    with content.request_budget() as budget:
+    with content.RequestBudget() as budget:
         budget.members = 60
         assert content.texts(data)[0].count("\n") == 59
-    with content.request_budget() as budget:
+    with content.RequestBudget() as budget:
         budget.members = 59
         with pytest.raises(Unreadable, match="members"):
             content.texts(data)
@@ -221,7 +235,7 @@ def test_overlapping_members_count_every_read() -> None:
     tail[8:10] = tail[10:12] = copies.to_bytes(2, "little")
     tail[12:16] = (len(record) * copies).to_bytes(4, "little")
     bomb = data[:directory] + record * copies + bytes(tail)
-    with content.request_budget() as budget:
+    with content.RequestBudget() as budget:
         budget.expanded = 2_000_000
         with pytest.raises(Unreadable, match="expand to more than"):
             content.texts(bomb)
