@@ -127,8 +127,9 @@ def _is_upgrade(request: web.Request) -> bool:
     """A protocol switch (WebSocket for the Realtime API, h2c): its frames would go unread."""
     if "Upgrade" in request.headers:
         return True
-    connection = request.headers.get("Connection", "")
-    return any(t.strip().lower() == "upgrade" for t in connection.split(","))
+    connection = request.headers.get("Connection", "").lower()
+    # Most values ("keep-alive", or none) cannot hold the token: no generator for them.
+    return "upgrade" in connection and any(t.strip() == "upgrade" for t in connection.split(","))
 
 
 _UPGRADE_REFUSED = Decision(

@@ -475,3 +475,28 @@ async def _chat_text(stack: Stack, text: str) -> str | None:
         model="gpt-4o-mini", messages=[{"role": "user", "content": text}]
     )
     return completion.choices[0].message.content
+
+
+@pytest.mark.parametrize(
+    ("connection", "upgrade"),
+    [
+        ("", False),
+        ("keep-alive", False),
+        ("close", False),
+        ("Upgrade", True),
+        ("keep-alive, UPGRADE ", True),
+        (" upgrade,keep-alive", True),
+        ("upgrade-insecure", False),
+        ("x-upgrade, keep-alive", False),
+    ],
+)
+def test_a_connection_header_naming_upgrade_is_a_protocol_switch(
+    connection: str, upgrade: bool
+) -> None:
+    from aiohttp.test_utils import make_mocked_request
+
+    from gateway.proxy.reverse import _is_upgrade
+
+    headers = {"Connection": connection} if connection else {}
+    request = make_mocked_request("POST", "/openai/v1/chat/completions", headers=headers)
+    assert _is_upgrade(request) is upgrade
