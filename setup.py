@@ -5,10 +5,10 @@ runs their Python twins, with the same results. They are the injection
 detector's word scan, its rule index's test of which alternatives can
 match and its search for encoded runs, the first step of
 unwrapping (the gate that lets plainly clean text through), the secret
-scan's prefilter, the fast JSON reader's count of ':' bytes, the walk of a chat
-request's common messages into segments, the canonical encoder's check
-of plain values, and the test
-of whether an answer's bytes can name a tool call.
+scan's prefilter, the fast JSON reader's proof (':' counted in the value
+it read), the walk of a chat request's common messages into segments, the
+canonical encoder's check of plain values, and the test of whether an
+answer's bytes can name a tool call.
 (setup.py rather than pyproject's ext-modules table, which setuptools still
 calls experimental.)
 

@@ -39,7 +39,7 @@ PROBES = {
         "from gateway.wire import replies;print(replies.names_no_call is replies._py_names_no_call)"
     ),
     "colon proof": (
-        "from gateway.wire import jsontext;print(jsontext._same_colons is jsontext._py_same_colons)"
+        "from gateway.wire import jsontext;print(jsontext._proven is jsontext._py_proven)"
     ),
 }
 

@@ -72,31 +72,28 @@ def loads(text: str) -> object:
 # holds the two to that.
 #
 # What orjson refuses goes to loads(): invalid JSON or UTF-8, NaN, Infinity
-# and numbers that overflow a double, lone surrogate escapes, and nesting
-# orjson.dumps will not write back (past 254 levels), which also keeps the
-# fast path far from Python's recursion limit. What it accepts is proven by
+# and numbers that overflow a double, lone surrogate escapes. What it accepts
+# is proven by three checks on its value, made in one walk of it:
 #
-# 1. Writing it back: when orjson.dumps gives the body byte for byte, as it
-#    does for the compact UTF-8 JSON that httpx, the OpenAI and Anthropic SDKs
-#    and JSON.stringify send, the text holds nothing but what the value holds:
-#    no key lost to a duplicate, no integer turned float (orjson writes a
-#    float with "." or "e", which an integer token lacks). Every number is the
-#    shortest text that reads back as itself, so Python's correctly rounded
-#    float() reads the same double.
+# 1. No member lost to a duplicate: counting ':' bytes. In JSON text a ':'
+#    byte is either an object member's separator or a character of a string
+#    (UTF-8 never uses 0x3A inside a multi-byte character; no number or
+#    literal has one). A string's ':' characters are its ':' bytes, except
+#    those spelled \u003a, which the body is checked not to have. So the
+#    value's members plus the ':' characters of its strings (keys included)
+#    come to the body's ':' bytes unless members were lost, and each member
+#    lost to a later duplicate takes its separator (and maybe more) with it:
+#    equal counts mean no key repeats. (orjson.dumps writes exactly one ':'
+#    per member and a string's ':' as they are: the count is that of the
+#    value written back, without writing it.)
 #
-# 2. Otherwise, counting ':' bytes. In JSON text a ':' byte is either an
-#    object member's separator or a character of a string (UTF-8 never uses
-#    0x3A inside a multi-byte character; no number or literal has one). A
-#    string's ':' characters are its ':' bytes, except those spelled \u003a,
-#    which the body is checked not to have. orjson.dumps writes one ':' per
-#    member and a string's ':' characters as they are, so it writes as many
-#    as the body holds unless members were lost, and each member lost to a
-#    later duplicate takes its separator (and maybe more) with it: equal
-#    counts mean no key repeats. Then numbers: an integer of 19 digits or
-#    more may be past 64 bits, so a body with a run of 19 digits anywhere (in
-#    a string too, which costs only the slow path) goes to loads(); such an
-#    integer is at least 2**63, which orjson writes back with "e+", so only a
-#    value written with a "+" needs its body's digits counted.
+# 2. No integer read as a float: orjson reads an integer outside
+#    [-2**63, 2**64) as a float, which is then at least 2**63 in size, so a
+#    value holding such a float goes to loads(). Smaller floats came from
+#    float tokens, and orjson and Python's float() both round correctly.
+#
+# 3. Nesting no deeper than orjson.dumps writes (254 levels), which keeps
+#    the fast path far from Python's recursion limit in what walks the value.
 
 
 class _Undecided:
@@ -108,42 +105,62 @@ UNDECIDED: Final = _Undecided()
 # The escape of ':' in either case, and a few neighbours (the escapes of
 # digits and ;<=>?, which no serialiser needs): those bodies go to loads().
 _COLON_ESCAPES = b"\\u003"
-_DIGITS = bytes(ord("0") if 0x30 <= c <= 0x39 else ord(" ") for c in range(256))
-_LONG_NUMBER = b"0" * 19
+_MAX_DEPTH = 254
+_WIDE = 2.0**63
 
 
 def fast_loads(data: bytes, codec: fastjson.Codec) -> object:
     """What ``loads(data.decode())`` returns, when orjson proves it; else UNDECIDED."""
     try:
         value = codec.loads(data)
-        written = codec.dumps(value)
-    except (ValueError, TypeError):
+    except ValueError:
         return UNDECIDED
-    if written == data:
-        return value
-    if not _same_colons(data, written):
-        return UNDECIDED
-    # orjson writes every float of 1e16 or more with "e+", so a value without a
-    # "+" anywhere holds no integer it read as a float: no digits to count.
-    if b"+" in written and _LONG_NUMBER in data.translate(_DIGITS):
-        return UNDECIDED
-    return value
+    return value if _proven(data, value) else UNDECIDED
 
 
-def _py_same_colons(data: bytes, written: bytes) -> bool:
-    """No escape of ':' in the body, and as many ':' bytes as orjson wrote.
+def _py_proven(data: bytes, value: object) -> bool:
+    """The three checks above; `_colons.proven` in C."""
+    if _COLON_ESCAPES in data:
+        return False
+    count = _value_colons(value, 0)
+    return count >= 0 and count == data.count(b":")
 
-    `_colons.same_colons` in C; bytes.count reads about five instructions a byte.
-    """
-    return _COLON_ESCAPES not in data and data.count(b":") == written.count(b":")
+
+def _value_colons(value: object, depth: int) -> int:
+    """Members plus ':' characters in ``value``, or -1 when it is not proven."""
+    if type(value) is str:
+        return value.count(":")
+    if type(value) is dict:
+        if depth >= _MAX_DEPTH:
+            return -1
+        total = len(value)
+        for key, item in value.items():
+            inner = _value_colons(item, depth + 1)
+            if type(key) is not str or inner < 0:
+                return -1
+            total += key.count(":") + inner
+        return total
+    if type(value) is list:
+        if depth >= _MAX_DEPTH:
+            return -1
+        total = 0
+        for item in value:
+            inner = _value_colons(item, depth + 1)
+            if inner < 0:
+                return -1
+            total += inner
+        return total
+    if type(value) is float:
+        return -1 if abs(value) >= _WIDE else 0
+    return 0 if value is None or type(value) in (int, bool) else -1
 
 
-def _colon_proof() -> Callable[[bytes, bytes], bool]:
+def _load_proof() -> Callable[[bytes, object], bool]:
     module = compiled.load("gateway.wire._colons")
-    return _py_same_colons if module is None else module.same_colons
+    return _py_proven if module is None else module.proven
 
 
-_same_colons: Final = _colon_proof()
+_proven: Final = _load_proof()
 _CODEC = fastjson.CODEC
 
 
