@@ -27,10 +27,12 @@ from setuptools.command.build_ext import build_ext
 
 # Compiled by mypyc. Left out on purpose: modules whose functions or
 # methods tests and `bench/ablated.py` replace at run time (a compiled
-# caller would not see the replacement: `floor`, `detectors/builtin`, the
-# proxy handler), the protocol in `detectors/base`, and modules that
-# mypyc does not compile (exceptions subclassing builtins, aiohttp's
-# middleware decorator, a surrogate in a string literal).
+# caller would not see the replacement: `floor`, `detectors/builtin`), the
+# protocol in `detectors/base`, and modules that mypyc does not compile
+# (exceptions subclassing builtins, aiohttp's middleware decorator, a
+# surrogate in a string literal). The proxy handler reaches the guard
+# through a protocol (`reverse.Checks`), so its calls go by name and the
+# ablation's replacements take effect.
 TYPED = [
     "gateway/config/teams.py",
     "gateway/guard/allowances.py",
@@ -51,6 +53,7 @@ TYPED = [
     "gateway/guard/detectors/injection/verdict.py",
     "gateway/observe/metrics.py",
     "gateway/proxy/exchange.py",
+    "gateway/proxy/reverse.py",
     "gateway/proxy/upstream.py",
 ]
 # The group's shared library; each module of TYPED gets a small extension

@@ -12,9 +12,9 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Protocol, TypeAlias, TypeVar
 from urllib.parse import unquote
 
 import aiohttp
@@ -38,10 +38,10 @@ from gateway.errors import (
     Unauthorized,
     UpstreamError,
 )
-from gateway.guard.decision import Decision
+from gateway.guard.decision import Decision, Evidence
 from gateway.guard.floor import shown
 from gateway.guard.guardian.judge import Guardian
-from gateway.guard.pipeline import Guard, Inspection, TeamPolicy
+from gateway.guard.pipeline import Inspection, TeamPolicy
 from gateway.guard.redact import StreamRedactor, redact
 from gateway.guard.verdict import GUARD_FAILURE
 from gateway.observe.logs import log_failure
@@ -140,6 +140,11 @@ _UPGRADE_REFUSED = Decision(
 )
 
 
+# A parsed request body: any JSON value. A dataclass compiled by mypyc names
+# its fields' types in the module's globals, where `object` itself is not.
+Parsed: TypeAlias = object
+
+
 @dataclass(frozen=True, slots=True)
 class _Target:
     """Where a request goes and for whom: what resolving it found."""
@@ -163,7 +168,7 @@ class _Outgoing:
     stream: bool = False
     # The parsed request, whose conversation the guardian reads to judge the
     # answer's tool calls; and the destination the outbound check judged.
-    payload: object = None
+    payload: Parsed = None
     destination: str = ""
 
 
@@ -181,7 +186,7 @@ class _Reviewed:
     team: str
     source: str
     destination: str
-    body: object
+    body: Parsed
     policy_version: str
 
     def digest(self) -> str:
@@ -212,11 +217,45 @@ def _approved(review: Review) -> Decision:
     return Decision("allow", "none", f"approved by a reviewer ({review.id})")
 
 
+class Checks(Protocol):
+    """What the handler asks of the guard (`gateway.guard.pipeline.Guard`).
+
+    The handler is compiled; through a protocol it calls these by name, as
+    Python code would, so `bench/ablated.py` can switch the guard off by
+    replacing them on the class.
+    """
+
+    def policy(self, team: str) -> TeamPolicy: ...
+
+    async def inspect(
+        self,
+        segments: Sequence[Segment],
+        policy: TeamPolicy,
+        upstream: str = "",
+        deadline: float | None = None,
+    ) -> Inspection: ...
+
+    def redact(
+        self, payload: object, policy: TeamPolicy, upstream: str
+    ) -> tuple[object, list[Evidence]]: ...
+
+    async def judge(
+        self,
+        inspection: Inspection,
+        policy: TeamPolicy,
+        source: str,
+        destination: str,
+        *,
+        approved: bool = False,
+        outbound: bool = True,
+    ) -> Decision: ...
+
+
 class ReverseProxy:
     def __init__(
         self,
         config: LoadedConfig,
-        guard: Guard,
+        guard: Checks,
         session: aiohttp.ClientSession,
         metrics: Metrics,
         gate: Gate,

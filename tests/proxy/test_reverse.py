@@ -520,9 +520,10 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
 @pytest.mark.parametrize(
     ("stage", "decision", "category"),
     [
-        # Before the verdict: nothing was judged, so the entry must not say allow.
-        pytest.param("_check_path", "error", "internal_error", id="before-the-verdict"),
-        pytest.param("_upstream_url", "allow", "none", id="after-the-verdict"),
+        # Before the verdict (the path's decoding): nothing was judged, so the
+        # entry must not say allow. After it: the upstream URL's making.
+        pytest.param("unquote", "error", "internal_error", id="before-the-verdict"),
+        pytest.param("URL", "allow", "none", id="after-the-verdict"),
     ],
 )
 async def test_an_unexpected_error_is_a_provider_shaped_500_and_audited(
