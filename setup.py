@@ -14,7 +14,8 @@ calls experimental.)
 
 The request path's typed Python modules are compiled too, by mypyc, from the
 same source: the guard pipeline and its caches, the injection detector's
-rules, the exchange, the headers, the team match and the metrics. Their
+rules, the secret scan's engine, the reverse proxy's handler, the exchange,
+the headers, the team match and the metrics. Their
 `.py` files stay the reference, and REEFGATE_NO_EXTENSION=1 runs them
 instead (see `gateway/compiled.py`). REEFGATE_NO_MYPYC=1 at install time
 skips this step.
@@ -51,6 +52,7 @@ TYPED = [
     "gateway/guard/detectors/injection/templates.py",
     "gateway/guard/detectors/injection/text.py",
     "gateway/guard/detectors/injection/verdict.py",
+    "gateway/guard/detectors/secrets/engine.py",
     "gateway/observe/metrics.py",
     "gateway/proxy/exchange.py",
     "gateway/proxy/reverse.py",
