@@ -338,15 +338,51 @@ SECRET_PIECES = families(secret_atoms(), TAILS)
 INJECTION_PIECES = families(injection_atoms(), (" ", "", "\n", ": "))
 
 
+@pytest.fixture
+def searched_from_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each search of the secret scan goes on from its first place, at any size.
+
+    With the prefilter, a search with at most `_anchors.PLACES_KEPT` places is
+    matched at those alone: a subset of the match attempts that searching on
+    from the first place makes. Which of the two a repeated piece takes
+    changes with the number of copies, so one size would take one and four
+    times the size the other, and the ratio would measure the switch; here
+    both take the search, whose work bounds the other's.
+    """
+    monkeypatch.setattr(engine, "_PLACES_KEPT", 0)
+
+
 @pytest.mark.parametrize("family", sorted(SECRET_PIECES))
-def test_secret_scan_is_linear_in_repeated_anchors(family: str) -> None:
+def test_secret_scan_is_linear_in_repeated_anchors(family: str, searched_from_first: None) -> None:
     bad = too_slow(secrets.scan, SECRET_PIECES[family])
     assert not bad, f"super-linear (piece, steps(4n)/steps(n), steps per char): {bad}"
 
 
-def test_secret_scan_is_linear_in_repeated_context_documents() -> None:
+def test_secret_scan_is_linear_in_repeated_context_documents(searched_from_first: None) -> None:
     bad = too_slow(secrets.scan, CONTEXT_DOCUMENTS, calls=True)
     assert not bad, f"super-linear (piece, steps(4n)/steps(n), steps per char): {bad}"
+
+
+def test_matching_at_places_reads_at_most_a_constant_more_than_searching() -> None:
+    """What `searched_from_first` rests on, on the hostile inputs (every
+    eighth piece, both sizes): the scan as it runs reads no more than with
+    every search going on from its first place, but for a constant that does
+    not grow with the text (a call and a short read per place kept)."""
+    kept = engine._PLACES_KEPT
+    searches = len(engine._TEXT_SEARCHES) + len(engine._LOWER_SEARCHES)
+    pieces = [p for family in sorted(SECRET_PIECES) for p in SECRET_PIECES[family]]
+    compared = 0
+    with Meter(*DETECTOR_MODULES, calls=True) as meter, pytest.MonkeyPatch.context() as patch:
+        for piece in [*dict.fromkeys(pieces)][::8] + list(CONTEXT_DOCUMENTS):
+            copies = max(1, SMALL // len(piece))
+            for text in (piece * copies, piece * (4 * copies)):
+                patch.setattr(engine, "_PLACES_KEPT", kept)
+                as_run = meter.steps_of(secrets.scan, text)
+                patch.setattr(engine, "_PLACES_KEPT", 0)
+                searched = meter.steps_of(secrets.scan, text)
+                assert as_run <= searched + 2 * kept * searches, (piece[:60], as_run, searched)
+                compared += 1
+    assert compared > 500
 
 
 @pytest.mark.parametrize("family", sorted(INJECTION_PIECES))

@@ -2,15 +2,17 @@
 
 `prefix.alternatives` reads, from each search's pattern, the ways a match can
 look around its start (characters before it from lookbehinds, after it from
-the pattern); `_anchors.Prefilter.places` (C) hands each search the first
-place where one of its ways holds. If a way missed a character that a match
-has, the search would start too late and a secret would go unreported. So:
-the reader on small patterns of each kind, every match of every search on the
-corpora, the agent turns, every rule sample (plain and wrapped) and generated
-texts (each must satisfy a way, and start no earlier than the place the C
-code gives its search), and the scan with and without the prefilter on the
-same texts. test_floor_differential.py holds the whole floor to its frozen
-reference with and without the extension.
+the pattern); `_anchors.Prefilter.places` (C) hands each search the places
+where one of its ways holds (the first few, or the first of many). If a way
+missed a character that a match has, the match would not be tried and a
+secret would go unreported. So: the reader on small patterns of each kind,
+every match of every search on the corpora, the agent turns, every rule
+sample (plain and wrapped) and generated texts (each must satisfy a way, and
+be one of the places the C code gives its search, or come after the first
+when there are too many to keep), the places against the tables read in
+Python, and the scan with and without the prefilter on the same texts.
+test_floor_differential.py holds the whole floor to its frozen reference
+with and without the extension.
 """
 
 from __future__ import annotations
@@ -119,9 +121,10 @@ def _holds(way: dict[int, bytes], raw: bytes, at: int) -> bool:
     return all(m[raw[at + k]] for k, m in way.items() if 0 <= at + k < len(raw))
 
 
-def test_every_match_of_every_search_is_one_of_its_ways_and_not_before_its_place() -> None:
+def test_every_match_of_every_search_is_one_of_its_ways_and_of_its_places() -> None:
     matches = 0
     skipped = 0
+    overflowed = 0
     for text in TEXTS:
         if not text.isascii():
             continue
@@ -131,19 +134,53 @@ def test_every_match_of_every_search_is_one_of_its_ways_and_not_before_its_place
         assert places is not None
         for i, (rx, lowered) in enumerate(SEARCHES):
             subject: str | bytes = low if lowered else text
+            at = places[i]
+            skipped += at is None
+            overflowed += at is not None and len(at) > _anchors.PLACES_KEPT
             m = rx.search(subject)
-            if m is None:
-                skipped += places[i] == -1
-            else:
-                assert 0 <= places[i] <= m.start(), (text[m.start() : m.start() + 40], i)
             while m is not None:
-                at = m.start()
+                start = m.start()
                 matches += 1
-                assert any(_holds(way, raw, at) for way in TABLES.ways[i]), (text[at : at + 40], i)
-                m = rx.search(subject, at + 1)
+                assert any(_holds(way, raw, start) for way in TABLES.ways[i]), (
+                    text[start : start + 40],
+                    i,
+                )
+                # Matched only at its places, or searched for from the first of many.
+                assert at is not None, (text[start : start + 40], i)
+                if len(at) > _anchors.PLACES_KEPT:
+                    assert at[0] <= start
+                else:
+                    assert start in at, (text[start : start + 40], i, at)
+                m = rx.search(subject, start + 1)
     assert matches > 2000
-    # Most searches of most texts are not run at all.
+    # Most searches of most texts are not run at all; some have too many places to keep.
     assert skipped > len(TEXTS) * len(SEARCHES) // 2
+    assert overflowed > 0
+
+
+def test_the_places_are_where_a_way_holds_at_an_anchor() -> None:
+    """Each search's places, against the tables in Python: every anchor byte
+    of the search where one of its ways holds, in order, as many as are kept."""
+    anchored = array("I")
+    anchored.frombytes(TABLES.anchored)
+    checked = overflowed = 0
+    for text in [*TEXTS[::4], "k" * 40, "key=" * 30, "=" * 20, "", "k"]:
+        if not text.isascii():
+            continue
+        raw = text.encode()
+        places = PLACES.places(text)
+        assert places is not None
+        for i in range(len(SEARCHES)):
+            want = [
+                p
+                for p in range(len(raw))
+                if anchored[raw[p]] >> i & 1 and any(_holds(w, raw, p) for w in TABLES.ways[i])
+            ][: _anchors.PLACES_KEPT + 1]
+            assert places[i] == (want or None), (text[:80], i)
+            checked += bool(want)
+            overflowed += len(want) > _anchors.PLACES_KEPT
+    assert checked > 2000
+    assert overflowed > 0
 
 
 def test_the_scan_is_the_same_with_and_without_the_prefilter(
@@ -179,7 +216,7 @@ def test_the_compiled_lower_is_the_ascii_bytes_lowered() -> None:
         checked += 1
     assert checked > 100
     with pytest.raises(TypeError):
-        _anchors.lower(b"bytes")
+        _anchors.lower(b"bytes")  # type: ignore[arg-type]
 
 
 def test_the_compiled_prefilter_checks_its_input() -> None:

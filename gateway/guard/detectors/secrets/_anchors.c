@@ -1,14 +1,15 @@
-/* Where each of the secret scan's searches can first match in an ASCII text,
+/* Where each of the secret scan's searches can match in an ASCII text,
  * found in one pass over its bytes.
  *
  * Each search starts at one anchor character and tests a probe there; re
  * reads the text for it character by character, one search after another.
  * Here the text is read once: at each character, the searches anchored on it
- * that have no place yet test their ways (`prefix.alternatives`: what must
- * stand before and after a match's start, one way per alternative of the
- * pattern, a superset of what can match). The first place where one of a
- * search's ways holds is where re starts it; a search with no such place
- * cannot match and is not run at all.
+ * test their ways (`prefix.alternatives`: what must stand before and after a
+ * match's start, one way per alternative of the pattern, a superset of what
+ * can match). A search is handed the places where one of its ways holds, up
+ * to PLACES_KEPT of them, and its probe is matched at those alone; one with
+ * more is handed the first PLACES_KEPT + 1, and re searches on from the first;
+ * one with none cannot match and is not run at all.
  *
  * A search's ways are filed by the byte they allow at one offset (the
  * separators' ways, one per known prefix, by the byte before the anchor), so
@@ -22,6 +23,9 @@
 #include "_ascii.h"
 
 #define MAX_SEARCHES 32
+/* Most searches that run at all hold at a place or two of an agent's text;
+ * past this many, one re search from the first costs less than a match at each. */
+#define PLACES_KEPT 8
 #define BUCKETS 257 /* one per byte, and one with every way for an index offset off the text */
 
 typedef struct {
@@ -211,19 +215,20 @@ prefilter_places(Prefilter *self, PyObject *text)
     if (!ascii) {
         Py_RETURN_NONE;
     }
-    Py_ssize_t first[MAX_SEARCHES];
+    Py_ssize_t kept[MAX_SEARCHES][PLACES_KEPT + 1];
+    int found[MAX_SEARCHES] = {0};
+    /* A search leaves `pending` once it has more places than are kept. */
     uint32_t pending = self->count == 32 ? UINT32_MAX : ((uint32_t)1 << self->count) - 1;
-    for (int i = 0; i < self->count; i++) {
-        first[i] = -1;
-    }
     for (Py_ssize_t p = 0; p < n && pending; p++) {
         uint32_t here = self->anchored[s[p]] & pending;
         while (here) {
             int i = __builtin_ctz(here);
             here &= here - 1;
             if (holds(self, i, s, n, p)) {
-                first[i] = p;
-                pending &= ~((uint32_t)1 << i);
+                kept[i][found[i]++] = p;
+                if (found[i] > PLACES_KEPT) {
+                    pending &= ~((uint32_t)1 << i);
+                }
             }
         }
     }
@@ -232,12 +237,24 @@ prefilter_places(Prefilter *self, PyObject *text)
         return NULL;
     }
     for (int i = 0; i < self->count; i++) {
-        PyObject *place = PyLong_FromSsize_t(first[i]);
-        if (place == NULL) {
+        PyObject *places = Py_None;
+        if (found[i] == 0) {
+            Py_INCREF(places);
+        }
+        else if ((places = PyList_New(found[i])) == NULL) {
             Py_DECREF(out);
             return NULL;
         }
-        PyList_SET_ITEM(out, i, place);
+        for (int k = 0; k < found[i]; k++) {
+            PyObject *place = PyLong_FromSsize_t(kept[i][k]);
+            if (place == NULL) {
+                Py_DECREF(places);
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyList_SET_ITEM(places, k, place);
+        }
+        PyList_SET_ITEM(out, i, places);
     }
     return out;
 }
@@ -245,8 +262,9 @@ prefilter_places(Prefilter *self, PyObject *text)
 static PyMethodDef prefilter_methods[] = {
     {"places", (PyCFunction)prefilter_places, METH_O,
      "places(text, /)\n--\n\n"
-     "For each search, the first place in an ASCII text where it can match, or -1;\n"
-     "None for text that is not ASCII."},
+     "For each search, the places in an ASCII text where it can match (at most\n"
+     "PLACES_KEPT, or the first PLACES_KEPT + 1 when there are more), or None\n"
+     "where there are none; None for text that is not ASCII."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -288,7 +306,7 @@ static PyMethodDef anchors_functions[] = {
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     .m_name = "gateway.guard.detectors.secrets._anchors",
-    .m_doc = "The secret scan's prefilter: where each search can first match, in C.",
+    .m_doc = "The secret scan's prefilter: where each search can match, in C.",
     .m_size = -1,
     .m_methods = anchors_functions,
 };
@@ -301,6 +319,10 @@ PyInit__anchors(void)
     }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(module, "PLACES_KEPT", PLACES_KEPT) < 0) {
+        Py_DECREF(module);
         return NULL;
     }
     Py_INCREF(&PrefilterType);

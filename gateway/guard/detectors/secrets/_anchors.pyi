@@ -1,5 +1,7 @@
 from array import array
 
+PLACES_KEPT: int
+
 class Prefilter:
     def __init__(
         self,
@@ -10,4 +12,6 @@ class Prefilter:
         checks: array[int],
         maps: bytes,
     ) -> None: ...
-    def places(self, text: str, /) -> list[int] | None: ...
+    def places(self, text: str, /) -> list[list[int] | None] | None: ...
+
+def lower(text: str, /) -> bytes: ...

@@ -268,10 +268,11 @@ def _candidates(text: str) -> dict[int, list[int]]:
     # Each pass is looked for by exactly one of these searches. Each starts at
     # the first place it can match: re's own scan for a leading literal reads
     # about ten times slower than a memchr for the anchor, and nothing can
-    # match before it. For ASCII text the prefilter (`_PLACES`) finds
-    # those places for every search in one pass, past anchors where none of
-    # its ways holds (a separator with no known prefix before it, say), and
-    # most searches are not run at all.
+    # match before it. For ASCII text the prefilter (`_PLACES`) finds the
+    # places where each search can match in one pass, past anchors where
+    # none of its ways holds (a separator with no known prefix before it,
+    # say): most searches are not run at all, and the others are matched at
+    # their few places rather than searched for through the rest of the text.
     if places is None:
         # Most searches find nothing, so the first one is made inline.
         for anchor, rx, passes in _TEXT_SEARCHES:
@@ -285,16 +286,31 @@ def _candidates(text: str) -> dict[int, list[int]]:
             if first >= 0 and (lm := lrx.search(low, first)) is not None:
                 found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
         return found
-    for (_, rx, passes), first in zip(_TEXT_SEARCHES, places, strict=False):
-        if first >= 0 and (m := rx.search(text, first)) is not None:
-            found.update(dict.fromkeys(passes, _starts(rx, text, m)))
+    # By index rather than zip: zip's strict= is parsed as a keyword on every call.
+    for i, (_, rx, passes) in enumerate(_TEXT_SEARCHES):
+        at = places[i]
+        if at is not None and (starts := _matched(rx, text, at)):
+            found.update(dict.fromkeys(passes, starts))
     low = b""
-    for (_, lrx, passes), first in zip(_LOWER_SEARCHES, places[len(_TEXT_SEARCHES) :], strict=True):
-        if first >= 0:
+    for j, (_, lrx, passes) in enumerate(_LOWER_SEARCHES, len(_TEXT_SEARCHES)):
+        at = places[j]
+        if at is not None:
             low = low or _LOWER(text)
-            if (lm := lrx.search(low, first)) is not None:
-                found.update(dict.fromkeys(passes, _starts(lrx, low, lm)))
+            if lower_starts := _matched(lrx, low, at):
+                found.update(dict.fromkeys(passes, lower_starts))
     return found
+
+
+def _matched(rx: re.Pattern[AnyStr], subject: AnyStr, places: list[int]) -> list[int]:
+    """Where ``rx`` matches, from the prefilter's places for it.
+
+    A match can start only at one of them; a search with more places than the
+    prefilter keeps is searched for from the first.
+    """
+    if len(places) > _PLACES_KEPT:
+        return _starts(rx, subject, rx.search(subject, places[0]))
+    match = rx.match
+    return [p for p in places if match(subject, p) is not None]
 
 
 # How far the prefilter reads around each anchor: the longest known prefix
@@ -305,7 +321,7 @@ _WIDTH = 34
 
 
 class _Places(Protocol):
-    def places(self, text: str, /) -> list[int] | None: ...
+    def places(self, text: str, /) -> list[list[int] | None] | None: ...
 
 
 @dataclass(frozen=True)
@@ -408,6 +424,17 @@ def _prefilter() -> _Places | None:
 # Not Final: tests set it to None to compare the scan without the prefilter,
 # and the compiled module reads a Final name from a C static they cannot reach.
 _PLACES: _Places | None = _prefilter()
+
+
+def _places_kept() -> int:
+    module = compiled.load("gateway.guard.detectors.secrets._anchors")
+    kept: int = 0 if module is None else module.PLACES_KEPT
+    return kept
+
+
+# How many places `_PLACES` hands a search before it stops counting them
+# (not Final, for the same reason as `_PLACES`: tests/guard/test_linear.py).
+_PLACES_KEPT: int = _places_kept()
 
 
 def _python_lower(text: str) -> bytes:
