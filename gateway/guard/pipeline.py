@@ -151,10 +151,19 @@ class Found:
     patterns: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)
+# _Seen and Inspection are made for every request: plain classes with an
+# __init__ of their own, since a dataclass's generated __init__ is Python
+# code that this compiled module would run each time.
 class _Seen:
-    findings: tuple[Found, ...]
-    injection: injection.InjectionAssessment | None = None
+    __slots__ = ("findings", "injection")
+
+    def __init__(
+        self,
+        findings: tuple[Found, ...],
+        injection: injection.InjectionAssessment | None = None,
+    ) -> None:
+        self.findings = findings
+        self.injection = injection
 
 
 @dataclass(frozen=True, slots=True)
@@ -565,16 +574,25 @@ class Guard:
         return replace(decision, allowed=allowed) if allowed else decision
 
 
-@dataclass(slots=True)
 class Inspection:
     """A request's segments after the floor: what `judge` continues from."""
 
-    segments: Sequence[Segment]
-    seen: list[_Seen]
-    floor: Decision
-    pace: _Pace
-    # Custom-rule findings whose decision is review: judged with the rest.
-    held: tuple[tuple[Segment, str, Verdict, tuple[str, ...]], ...] = ()
+    __slots__ = ("floor", "held", "pace", "seen", "segments")
+
+    def __init__(
+        self,
+        segments: Sequence[Segment],
+        seen: list[_Seen],
+        floor: Decision,
+        pace: _Pace,
+        held: tuple[tuple[Segment, str, Verdict, tuple[str, ...]], ...] = (),
+    ) -> None:
+        self.segments = segments
+        self.seen = seen
+        self.floor = floor
+        self.pace = pace
+        # Custom-rule findings whose decision is review: judged with the rest.
+        self.held = held
 
 
 class _Pace:

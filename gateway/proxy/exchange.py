@@ -12,7 +12,7 @@ failure can only cut the stream.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 import aiohttp
@@ -56,7 +56,9 @@ class Route:
     key_kinds: frozenset[str]
 
 
-@dataclass(slots=True)
+# init=False and an __init__ of its own: the dataclass's generated __init__ is
+# Python code, which a compiled module would run for every request.
+@dataclass(slots=True, init=False)
 class Exchange:
     request_id: str
     method: str
@@ -65,27 +67,50 @@ class Exchange:
     upstream: str
     path: str
     query: str
-    started: float = field(default_factory=time.perf_counter)
-    phase: Phase = Phase.RECEIVED
-    flavor: Flavor = "openai"
-    route: Route | None = None
-    team: TeamMatch | None = None
-    policy_version: str | None = None
+    started: float
+    phase: Phase
+    flavor: Flavor
+    route: Route | None
+    team: TeamMatch | None
+    policy_version: str | None
     # The guard's decision, or a refusal of the gateway's own (team, upgrade).
-    verdict: Decision | None = None
+    verdict: Decision | None
     # Why the request was unusable (400-415) or failed inside the gateway.
-    error: str | None = None
-    status: int | None = None
-    outcome: str | None = None
-    upstream_status: int | None = None
-    upstream_ms: float | None = None
+    error: str | None
+    status: int | None
+    outcome: str | None
+    upstream_status: int | None
+    upstream_ms: float | None
     # The review holding this request, or the one whose decision let it pass.
-    review_id: str | None = None
-    held_ms: float | None = None
+    review_id: str | None
+    held_ms: float | None
     # The guardian's judgement of each tool call in the answer, as audited.
-    tool_calls: list[dict[str, object]] = field(default_factory=list)
+    tool_calls: list[dict[str, object]]
     # What `outbound.on_secret: redact` replaced before the request went upstream.
-    redacted: list[Evidence] = field(default_factory=list)
+    redacted: list[Evidence]
+
+    def __init__(self, request_id: str, method: str, upstream: str, path: str, query: str) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.upstream = upstream
+        self.path = path
+        self.query = query
+        self.started = time.perf_counter()
+        self.phase = Phase.RECEIVED
+        self.flavor = "openai"
+        self.route = None
+        self.team = None
+        self.policy_version = None
+        self.verdict = None
+        self.error = None
+        self.status = None
+        self.outcome = None
+        self.upstream_status = None
+        self.upstream_ms = None
+        self.review_id = None
+        self.held_ms = None
+        self.tool_calls = []
+        self.redacted = []
 
     def advance(self, phase: Phase) -> None:
         # Never back: a held streamed request has answered its client before

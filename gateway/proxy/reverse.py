@@ -13,8 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass
-from typing import Protocol, TypeAlias, TypeVar
+from typing import Protocol, TypeVar
 from urllib.parse import unquote
 
 import aiohttp
@@ -140,36 +139,49 @@ _UPGRADE_REFUSED = Decision(
 )
 
 
-# A parsed request body: any JSON value. A dataclass compiled by mypyc names
-# its fields' types in the module's globals, where `object` itself is not.
-Parsed: TypeAlias = object
-
-
-@dataclass(frozen=True, slots=True)
+# The request's steps hand each other plain classes with an __init__ of their
+# own, not dataclasses: a dataclass's generated __init__ is Python code, which
+# this compiled module would run several times a request.
 class _Target:
     """Where a request goes and for whom: what resolving it found."""
 
-    route: Route
-    team: TeamMatch
-    api_path: str  # the upstream-relative path, decoded, as adapters are chosen by
+    __slots__ = ("api_path", "route", "team")
+
+    def __init__(self, route: Route, team: TeamMatch, api_path: str) -> None:
+        self.route = route
+        self.team = team
+        # The upstream-relative path, decoded, as adapters are chosen by.
+        self.api_path = api_path
 
 
-@dataclass(slots=True)
 class _Outgoing:
     """The request as it will go upstream once the verdict allows it."""
 
-    route: Route
-    team: TeamMatch
-    headers: CIMultiDict[str]
-    body: bytes
-    # The pending review holding it, if any.
-    held: Review | None = None
-    # Whether the client asked for a streamed answer.
-    stream: bool = False
-    # The parsed request, whose conversation the guardian reads to judge the
-    # answer's tool calls; and the destination the outbound check judged.
-    payload: Parsed = None
-    destination: str = ""
+    __slots__ = ("body", "destination", "headers", "held", "payload", "route", "stream", "team")
+
+    def __init__(
+        self,
+        route: Route,
+        team: TeamMatch,
+        headers: CIMultiDict[str],
+        body: bytes,
+        held: Review | None,
+        stream: bool,
+        payload: object,
+        destination: str,
+    ) -> None:
+        self.route = route
+        self.team = team
+        self.headers = headers
+        self.body = body
+        # The pending review holding it, if any.
+        self.held = held
+        # Whether the client asked for a streamed answer.
+        self.stream = stream
+        # The parsed request, whose conversation the guardian reads to judge
+        # the answer's tool calls; and the destination the outbound check judged.
+        self.payload = payload
+        self.destination = destination
 
 
 # An LLM request is one proposal going out, whichever check held it.
@@ -179,15 +191,19 @@ _DIRECTION = "outbound"
 HEARTBEAT_S = 5.0
 
 
-@dataclass(frozen=True, slots=True)
 class _Reviewed:
     """What a review of this request is bound to."""
 
-    team: str
-    source: str
-    destination: str
-    body: Parsed
-    policy_version: str
+    __slots__ = ("body", "destination", "policy_version", "source", "team")
+
+    def __init__(
+        self, team: str, source: str, destination: str, body: object, policy_version: str
+    ) -> None:
+        self.team = team
+        self.source = source
+        self.destination = destination
+        self.body = body
+        self.policy_version = policy_version
 
     def digest(self) -> str:
         return approval_digest(
