@@ -376,10 +376,13 @@ def test_matching_at_places_reads_at_most_a_constant_more_than_searching() -> No
         for piece in [*dict.fromkeys(pieces)][::8] + list(CONTEXT_DOCUMENTS):
             copies = max(1, SMALL // len(piece))
             for text in (piece * copies, piece * (4 * copies)):
-                patch.setattr(engine, "_PLACES_KEPT", kept)
-                as_run = meter.steps_of(secrets.scan, text)
+                # The search first: a text's first scan pays for what is
+                # computed once (a cache filled, a table built), and the
+                # scan as run must not be charged for it.
                 patch.setattr(engine, "_PLACES_KEPT", 0)
                 searched = meter.steps_of(secrets.scan, text)
+                patch.setattr(engine, "_PLACES_KEPT", kept)
+                as_run = meter.steps_of(secrets.scan, text)
                 assert as_run <= searched + 2 * kept * searches, (piece[:60], as_run, searched)
                 compared += 1
     assert compared > 500
