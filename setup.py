@@ -30,9 +30,10 @@ from setuptools.command.build_ext import build_ext
 # methods tests and `bench/ablated.py` replace at run time (a compiled
 # caller would not see the replacement: `floor`, `detectors/builtin`), the
 # protocol in `detectors/base`, and modules that mypyc does not compile
-# (exceptions subclassing builtins, aiohttp's middleware decorator, a
-# surrogate in a string literal). The proxy handler reaches the guard
-# through a protocol (`reverse.Checks`), so its calls go by name and the
+# (exceptions subclassing builtins other than the few it takes, aiohttp's
+# middleware decorator). The proxy handler reaches the guard through a
+# protocol (`reverse.Checks`) and the body's parser through a module
+# attribute (`reverse.request_segments`), so its calls go by name and the
 # ablation's replacements take effect.
 TYPED = [
     "gateway/config/teams.py",
@@ -55,8 +56,15 @@ TYPED = [
     "gateway/guard/detectors/secrets/engine.py",
     "gateway/observe/metrics.py",
     "gateway/proxy/exchange.py",
+    "gateway/proxy/relay.py",
     "gateway/proxy/reverse.py",
     "gateway/proxy/upstream.py",
+    "gateway/wire/body.py",
+    "gateway/wire/content.py",
+    "gateway/wire/generic.py",
+    "gateway/wire/jsontext.py",
+    "gateway/wire/openai_chat.py",
+    "gateway/wire/routes.py",
 ]
 # The group's shared library; each module of TYPED gets a small extension
 # that loads its part of it.

@@ -10,6 +10,7 @@ import binascii
 import logging
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.message import Message
 from email.utils import collapse_rfc2231_value
@@ -27,7 +28,8 @@ from gateway.wire.routes import adapter_for
 
 # JSON may spell a lone UTF-16 surrogate as an escape; such text is not valid
 # Unicode, and detectors and models may read it differently, so it is refused.
-_SURROGATE = re.compile("[\ud800-\udfff]")
+# Built with chr(): mypyc compiles no surrogate in a string literal.
+_SURROGATE = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")
 
 _TEXT_TYPES = ("text/", "application/x-ndjson", "application/jsonl", "application/xml")
 
@@ -248,7 +250,11 @@ def _disposition(value: str) -> tuple[list[str], str | None, list[str]]:
     names: list[str] = []
     filenames: list[str] = []
     other: list[str] = []
-    for key, raw in message.get_params([], header="content-disposition")[1:]:
+    # typeshed has every value a str, but an RFC 2231 one is (charset,
+    # language, text), and compiled code checks the declared type.
+    params: Sequence[tuple[str, str | tuple[str | None, str | None, str]]]
+    params = message.get_params([], header="content-disposition")
+    for key, raw in params[1:]:
         try:
             text = collapse_rfc2231_value(raw)
         except (LookupError, ValueError):

@@ -54,6 +54,7 @@ from typing import TypeGuard
 from gateway.guard.detectors.secrets import names_secret
 from gateway.wire import blobs, vocabulary
 from gateway.wire.base import MAX_DEPTH, PayloadError, Segment, Trust
+from gateway.wire.members import Members
 
 ROLE_UNKNOWN = "unknown"
 # Request parameters outside the conversation: tool definitions, metadata, schemas.
@@ -492,16 +493,12 @@ def _add_tokens(
 # -- JSON written inside a string --
 
 
-class _Members(list[tuple[str, object]]):
-    """A JSON object parsed as its members in order, duplicate keys kept."""
-
-
 # Members rather than a dict: with a duplicate key the tool may read either
 # value, so both are judged (and building them is faster than a dict). The
 # scanner itself, without decode()'s whitespace handling, halves a parse.
 # (typeshed does not declare the decoder's scanner attribute.)
 _SCAN: Callable[[str, int], tuple[object, int]]
-_SCAN = json.JSONDecoder(object_pairs_hook=_Members).scan_once  # type: ignore[attr-defined]
+_SCAN = json.JSONDecoder(object_pairs_hook=Members).scan_once  # type: ignore[attr-defined]
 _JSON_START = re.compile(r"\s*[\[{]")
 _JSON_HEADS = frozenset("{[ \t\n\r")
 # What a string that add_string would read as JSON starts with.
@@ -685,7 +682,7 @@ def _walk_parsed(
         # Deeper structure stays covered by the raw text's own segment.
         return
     entries: Iterable[tuple[str | None, object]]
-    entries = value if isinstance(value, _Members) else zip(repeat(None), value)
+    entries = value if isinstance(value, Members) else zip(repeat(None), value)
     has_value = False
     for key, item in entries:
         if key is not None:
@@ -706,7 +703,7 @@ def _walk_parsed(
                 _embedded(out, item, path, role, trust, index, nesting - 1, None)
         elif isinstance(item, list):
             _walk_parsed(item, path, role, trust, index, out, depth + 1, nesting, leaves, decoded)
-    if has_value and isinstance(value, _Members):
+    if has_value and isinstance(value, Members):
         _add_named_value(dict(value), path, role, index, out)
 
 
