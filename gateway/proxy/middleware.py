@@ -18,12 +18,14 @@ A handler behind them only resolves, reads, inspects and forwards.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 
 from gateway.errors import Held, Refused, RequestError, RequestTimeout, UpstreamError
 from gateway.guard.decision import Decision
@@ -175,7 +177,6 @@ def held(exchange: Exchange, review_id: str, reason: str) -> web.Response:
     return response
 
 
-@web.middleware
 async def request_ids(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.match_info.route.name not in EXCHANGE_ROUTES:
         return await handler(request)
@@ -193,7 +194,6 @@ async def request_ids(request: web.Request, handler: Handler) -> web.StreamRespo
     return response
 
 
-@web.middleware
 async def audit_entries(request: web.Request, handler: Handler) -> web.StreamResponse:
     exchange = request.get(EXCHANGE)
     if exchange is None:
@@ -215,7 +215,6 @@ async def audit_entries(request: web.Request, handler: Handler) -> web.StreamRes
         ledger.record(exchange)
 
 
-@web.middleware
 async def provider_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     exchange = request.get(EXCHANGE)
     if exchange is None:
@@ -262,4 +261,12 @@ async def provider_errors(request: web.Request, handler: Handler) -> web.StreamR
         )
 
 
-MIDDLEWARES = (request_ids, audit_entries, provider_errors)
+def _new_style(middleware: Middleware) -> Middleware:
+    # aiohttp takes a middleware as new-style by an attribute on it, which
+    # `web.middleware` sets; a function compiled by mypyc has no attributes
+    # to set, and a partial of it has.
+    marked: Middleware = web.middleware(functools.partial(middleware))
+    return marked
+
+
+MIDDLEWARES = tuple(map(_new_style, (request_ids, audit_entries, provider_errors)))
