@@ -529,9 +529,7 @@ class Guard:
         results: list[tuple[Segment, str, Verdict, tuple[str, ...]]] = list(inspection.held)
         jobs: list[tuple[Segment, str, Awaitable[Verdict]]] = []
         # By index rather than zip: compiled, it reads a list item in place.
-        i = -1
-        for segment in segments:
-            i += 1
+        for i, segment in enumerate(segments):
             if skip_trusted and segment.trust is not _UNTRUSTED:
                 continue
             # Identifiers, keys, headers and the path get the floor only: the
