@@ -1,0 +1,172 @@
+"""Cohorts: the reverse proxy gives the event loop a turn before its checks and before sending.
+
+Under load that turn lets the requests that arrived together reach the same
+step before any of them goes on, so each step's code and tables are read
+once for all of them; `bench instructions --concurrency 50` counts the cache
+misses it saves. Here the turns themselves are checked: a ticker counts the
+event loop's turns, and the handler's entry, the parse and the send upstream
+each note the turn they run in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.pytest_plugin import AiohttpServer
+from aiohttp.test_utils import TestServer
+
+from gateway.app import PROXY, make_app
+from gateway.proxy import reverse
+from tests.conftest import build_config
+from tests.fakes import FakeUpstream
+
+CHAT = "/openai/v1/chat/completions"
+BODY = json.dumps(
+    {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "What is a cohort?"}]}
+).encode()
+
+
+@contextmanager
+def _turns() -> Iterator[Callable[[], int]]:
+    """The number of event loop turns so far: a callback that schedules itself runs once a turn."""
+    loop = asyncio.get_running_loop()
+    count = 0
+    handle: asyncio.Handle | None = None
+
+    def tick() -> None:
+        nonlocal count, handle
+        count += 1
+        handle = loop.call_soon(tick)
+
+    tick()
+    try:
+        yield lambda: count
+    finally:
+        assert handle is not None
+        handle.cancel()
+
+
+class _Entered:
+    """The proxy's handler, noting the turn a request enters it."""
+
+    def __init__(self, proxy: reverse.ReverseProxy, note: Callable[[str], None]) -> None:
+        self._proxy = proxy
+        self._note = note
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self._note("entered")
+        return await self._proxy.handle(request)
+
+
+class _Together:
+    """The proxy's handler, holding each request at its door until `size` are there."""
+
+    def __init__(self, proxy: reverse.ReverseProxy, size: int) -> None:
+        self._proxy = proxy
+        self._size = size
+        self._entered = 0
+        self._all_in = asyncio.Event()
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        self._entered += 1
+        if self._entered == self._size:
+            self._all_in.set()
+        await self._all_in.wait()
+        return await self._proxy.handle(request)
+
+
+async def _started(
+    aiohttp_server: AiohttpServer,
+    tmp_path: Path,
+    fake: FakeUpstream,
+    door: Callable[[reverse.ReverseProxy], _Entered | _Together],
+) -> TestServer:
+    upstream = await aiohttp_server(fake.app())
+    config = build_config(str(upstream.make_url("")).rstrip("/"), tmp_path / "audit.jsonl")
+    app = make_app(config)
+
+    async def fit(app: web.Application) -> None:
+        # The proxy is made at startup, once the shared client session is.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
+            # The door stands in for the proxy: the route handler calls only its `handle`.
+            app[PROXY] = door(app[PROXY])  # type: ignore[misc]
+
+    app.on_startup.append(fit)
+    server: TestServer = await aiohttp_server(app)
+    return server
+
+
+def _noting(monkeypatch: pytest.MonkeyPatch, note: Callable[[str], None]) -> None:
+    """Note each parse of a request body and each request sent upstream."""
+    parse = reverse.request_segments
+
+    def parsed(*args: Any) -> Any:
+        note("parsed")
+        return parse(*args)
+
+    monkeypatch.setattr(reverse, "request_segments", parsed)
+    request = aiohttp.ClientSession.request
+
+    def sent(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> Any:
+        note("sent")
+        return request(self, *args, **kwargs)
+
+    monkeypatch.setattr(aiohttp.ClientSession, "request", sent)
+
+
+async def test_checks_and_sending_each_start_on_a_turn_of_their_own(
+    aiohttp_server: AiohttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = FakeUpstream()
+    with _turns() as turn:
+        seen: dict[str, int] = {}
+
+        def note(event: str) -> None:
+            seen.setdefault(event, turn())
+
+        server = await _started(aiohttp_server, tmp_path, fake, lambda p: _Entered(p, note))
+        _noting(monkeypatch, note)
+        headers = {"Content-Type": "application/json"}
+        async with (
+            aiohttp.ClientSession() as client,
+            client.post(server.make_url(CHAT), data=BODY, headers=headers) as response,
+        ):
+            assert response.status == 200, await response.text()
+            assert response.headers["x-reefgate-decision"] == "allow"
+    assert len(fake.received) == 1
+    # The whole body came with the headers, so without the yields all three
+    # would run in one turn.
+    assert seen["entered"] < seen["parsed"] < seen["sent"], seen
+
+
+async def test_requests_in_flight_together_are_checked_together(
+    aiohttp_server: AiohttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Requests that reach the handler together are all checked before any is sent."""
+    fake = FakeUpstream()
+    order: list[str] = []
+    server = await _started(aiohttp_server, tmp_path, fake, lambda p: _Together(p, 4))
+    _noting(monkeypatch, order.append)
+    headers = {"Content-Type": "application/json"}
+
+    async def post(client: aiohttp.ClientSession) -> int:
+        async with client.post(server.make_url(CHAT), data=BODY, headers=headers) as response:
+            await response.read()
+            return response.status
+
+    async with aiohttp.ClientSession() as client:
+        statuses = await asyncio.gather(*(post(client) for _ in range(4)))
+    assert statuses == [200] * 4
+    # One at a time, each request would be parsed, checked and sent before the next.
+    assert order == ["parsed"] * 4 + ["sent"] * 4, order
+    assert len(fake.received) == 4
