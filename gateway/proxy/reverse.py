@@ -299,24 +299,38 @@ class ReverseProxy:
         self._body_timeout = limits.body_read_timeout_s
         self._inspect_timeout = limits.inspect_timeout_ms / 1000
         self._skip_headers = frozenset(config.gateway.scan_headers.skip)
+        # Requests in `handle`: whether a cohort has anyone to wait for.
+        self._in_flight = 0
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        exchange = request[EXCHANGE]
-        target = self._resolve(exchange, request)
-        body = await self._read(request)
-        # Cohorts. Under load, requests that arrived together wait for one
-        # another before each of a few steps (parsing, here; the guard; the
-        # send; the answer's check), so that each step runs for all of them
-        # back to back. Run one request at a time end to end, every
-        # step's code and tables (the parser's, the detectors') are evicted
-        # from the CPU caches by the rest of the other requests' paths, and
-        # are read again from memory. A yield costs one turn of the loop.
-        await asyncio.sleep(0)
-        outgoing = await self._inspect(exchange, request, target, body)
-        if outgoing.held is not None:
-            return await self._hold(exchange, request, outgoing, outgoing.held)
-        await asyncio.sleep(0)  # a cohort
-        return await self._forward(exchange, request, outgoing)
+        self._in_flight += 1
+        try:
+            exchange = request[EXCHANGE]
+            target = self._resolve(exchange, request)
+            body = await self._read(request)
+            await self._cohort()
+            outgoing = await self._inspect(exchange, request, target, body)
+            if outgoing.held is not None:
+                return await self._hold(exchange, request, outgoing, outgoing.held)
+            await self._cohort()
+            return await self._forward(exchange, request, outgoing)
+        finally:
+            self._in_flight -= 1
+
+    async def _cohort(self) -> None:
+        """Let the other requests in flight reach this step first.
+
+        Under load, requests that arrived together wait for one another
+        before each of a few steps (parsing, the guard, the send, the
+        answer's check), so that each step runs for all of them back to
+        back. Run one request at a time end to end, every step's code and
+        tables (the parser's, the detectors') are evicted from the CPU
+        caches by the rest of the other requests' paths, and are read again
+        from memory. A lone request has no one to wait for, and does not
+        pay the turn of the event loop a yield costs.
+        """
+        if self._in_flight > 1:
+            await asyncio.sleep(0)
 
     # -- resolve: upstream, team, path --
 
@@ -432,7 +446,7 @@ class ReverseProxy:
             stream = _is_stream(payload, exchange.query)
             model = payload.get("model") if isinstance(payload, dict) else None
             destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
-            await asyncio.sleep(0)  # a cohort: see `handle`
+            await self._cohort()
             inspection = await self._guard.inspect(segments, policy, route.name, deadline)
             verdict = inspection.floor
             if verdict.action == "deny" and policy.on_secret == "redact":
@@ -751,7 +765,7 @@ class ReverseProxy:
                         code="upstream_error",
                     )
                 data = await read_bounded(upstream, self._limit)
-                await asyncio.sleep(0)  # a cohort: see `handle`
+                await self._cohort()
                 data = await edited_body(data, judge, self._rewrite(team))
                 return web.Response(status=upstream.status, body=data, headers=out_headers)
         except TimeoutError as exc:
