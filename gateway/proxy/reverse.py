@@ -421,7 +421,6 @@ class ReverseProxy:
         headers = request_headers(
             request.headers, strip_credentials=custody is not None or team.by_key
         )
-        deadline = time.monotonic() + self._inspect_timeout
         review: Review | None = None
         stream = False
         payload: object = None
@@ -447,6 +446,8 @@ class ReverseProxy:
             model = payload.get("model") if isinstance(payload, dict) else None
             destination = f"{route.name}:{model}" if isinstance(model, str) else route.name
             await self._cohort()
+            # Set after the cohort's turn: the time limit is the checks', not the queue's.
+            deadline = time.monotonic() + self._inspect_timeout
             inspection = await self._guard.inspect(segments, policy, route.name, deadline)
             verdict = inspection.floor
             if verdict.action == "deny" and policy.on_secret == "redact":

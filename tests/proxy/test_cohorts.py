@@ -69,18 +69,19 @@ class _Entered:
 
 
 class _Together:
-    """The proxy's handler; after the first request, holds each at its door until `size` are there."""
+    """The proxy's handler: lets the first request in, then holds each of the
+    next ones at its door until `size` are there."""
 
     def __init__(self, proxy: reverse.ReverseProxy, size: int) -> None:
         self._proxy = proxy
         self._size = size
-        self._first = True
+        self.first_in = asyncio.Event()
         self._waiting = 0
         self._all_in = asyncio.Event()
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        if self._first:
-            self._first = False
+        if not self.first_in.is_set():
+            self.first_in.set()
         else:
             self._waiting += 1
             if self._waiting == self._size:
@@ -160,7 +161,13 @@ async def test_requests_in_flight_together_are_checked_together(
     all parsed, then all checked, before any of them is sent."""
     fake = FakeUpstream(delay=0.5)
     order: list[str] = []
-    server = await _started(aiohttp_server, tmp_path, fake, lambda p: _Together(p, 4))
+    doors: list[_Together] = []
+
+    def door(proxy: reverse.ReverseProxy) -> _Together:
+        doors.append(_Together(proxy, 4))
+        return doors[0]
+
+    server = await _started(aiohttp_server, tmp_path, fake, door)
     _noting(monkeypatch, order.append)
     headers = {"Content-Type": "application/json"}
 
@@ -170,11 +177,11 @@ async def test_requests_in_flight_together_are_checked_together(
             return response.status
 
     async with aiohttp.ClientSession() as client:
-        # The first request waits on the upstream while the others come in.
+        # The first request waits on the upstream (half a second) while the
+        # others come in; it goes through the door without waiting, and runs
+        # to its send before the test is woken.
         first = asyncio.ensure_future(post(client))
-        while not fake.received:
-            await asyncio.sleep(0.01)
-        fake.delay = 0.0
+        await doors[0].first_in.wait()
         statuses = await asyncio.gather(first, *(post(client) for _ in range(4)))
     assert statuses == [200] * 5
     # One at a time, each would be parsed, checked and sent before the next.
