@@ -21,11 +21,14 @@ With `--concurrency 50` the in-repo client keeps 50 requests in flight
 throughput load, where each request's steps run between other requests'.
 
 Callgrind also runs a model of one core's caches (32 KB L1 for instructions
-and for data, a 512 KB last level: the L2 of this machine's cores, without
-the L3 they share) and counts the misses, as exact from run to run as the
-instructions. The model is fixed, so the counts compare across machines.
-They are the part of a request's cost that instruction counts leave out:
-code and tables that do not stay in cache between one request's steps.
+and for data, a 512 KB last level standing for a core's L2, without the L3
+cores share) and counts the misses, as exact from run to run as the
+instructions. The model is fixed, so the counts compare across machines and
+builds. They are the part of a request's cost that instruction counts leave
+out: code, tables and data that do not stay in cache between one request's
+steps. `--last-level-kb` sets another last level (a machine whose cores have
+a 2 MB L2: `--last-level-kb 2048`); counts made with different models do
+not compare.
 """
 
 from __future__ import annotations
@@ -68,7 +71,27 @@ CHAT = "/v1/chat/completions"
 _EVENTS = re.compile(r"^events: (.+)$", re.M)
 _SUMMARY = re.compile(r"^summary: ([\d ]+)$", re.M)
 # The cache model: one core's L1s and its L2 as the last level (size, ways, line).
-_CACHES = ("--I1=32768,8,64", "--D1=32768,8,64", "--LL=524288,8,64")
+_L1 = ("--I1=32768,8,64", "--D1=32768,8,64")
+_LAST_LEVEL_KB = 512
+_LINE = 64
+
+
+def _last_level(kb: int) -> str:
+    """Callgrind's option for a last level of ``kb`` KB: 8 ways up to 1 MB, 16 above."""
+    ways = 8 if kb < 1024 else 16
+    sets = kb * 1024 // (ways * _LINE)
+    if kb <= 0 or sets & (sets - 1) or sets * ways * _LINE != kb * 1024:
+        raise ValueError(f"--last-level-kb {kb}: callgrind needs a power-of-two number of sets")
+    return f"--LL={kb * 1024},{ways},{_LINE}"
+
+
+def last_level_kb(text: str) -> int:
+    """``--last-level-kb``: a size callgrind can model (argparse reports a ValueError)."""
+    kb = int(text)
+    _last_level(kb)
+    return kb
+
+
 _L1_MISSES = ("I1mr", "D1mr", "D1mw")
 _LL_MISSES = ("ILmr", "DLmr", "DLmw")
 # What `overhead` and `breakdown` aim for, as a ratio of instructions.
@@ -117,6 +140,8 @@ class Bench:
         # Requests in flight while counting: at c=50 one request's steps run
         # between other requests', as in `overhead`'s throughput runs.
         self.concurrency: int = getattr(opts.extra, "concurrency", 1)
+        self.last_level_kb: int = getattr(opts.extra, "last_level_kb", _LAST_LEVEL_KB)
+        self.caches = (*_L1, _last_level(self.last_level_kb))
 
     def start(self) -> None:
         self.valgrind = peers.apt_install("valgrind", "valgrind", self.opts.install)
@@ -135,7 +160,7 @@ class Bench:
             "--tool=callgrind",
             "--instr-atstart=no",
             "--cache-sim=yes",
-            *_CACHES,
+            *self.caches,
             f"--callgrind-out-file={out}",
         ]
         if name == "bare":
@@ -224,7 +249,8 @@ class Bench:
                     f"c={self.concurrency} (the in-repo client); "
                     f"{self.answered.get('bare', 0) or self.plan.requests} counted per server "
                     "after a warm-up",
-                    f"valgrind: {self.valgrind.path or self.valgrind.reason}",
+                    f"valgrind: {self.valgrind.path or self.valgrind.reason}; "
+                    f"cache model: {' '.join(self.caches)}",
                 ]
             ),
         )
@@ -314,6 +340,7 @@ class Bench:
             "benchmark": "instructions",
             "mode": self.opts.mode,
             "concurrency": self.concurrency,
+            "last_level_kb": self.last_level_kb,
             "instructions_per_request": {k: round(v) for k, v in count.items()},
             "l1_misses_per_request": {k: round(v) for k, v in self.l1_misses.items()},
             "last_level_misses_per_request": {k: round(v) for k, v in self.ll_misses.items()},
@@ -353,6 +380,13 @@ def _options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         help="requests in flight while counting (default 1; 50 is overhead's throughput load)",
+    )
+    parser.add_argument(
+        "--last-level-kb",
+        type=last_level_kb,
+        default=_LAST_LEVEL_KB,
+        help=f"size of the modelled last-level cache in KB (default {_LAST_LEVEL_KB}; "
+        "counts made with different sizes do not compare)",
     )
 
 
