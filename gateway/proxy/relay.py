@@ -186,9 +186,21 @@ async def read_bounded(upstream: aiohttp.ClientResponse, limit: int) -> bytes:
             status=502,
             code="upstream_error",
         )
+    content = upstream.content
+    if content.is_eof():
+        # The whole answer came with its headers, as a short JSON answer does:
+        # it is taken from the buffer without a read loop.
+        whole = content.read_nowait()
+        if len(whole) > limit:
+            raise UpstreamError(
+                f"upstream answer exceeds the limit of {limit} bytes",
+                status=502,
+                code="upstream_error",
+            )
+        return whole
     chunks: list[bytes] = []
     size = 0
-    async for chunk in upstream.content.iter_any():
+    async for chunk in content.iter_any():
         size += len(chunk)
         if size > limit:
             raise UpstreamError(

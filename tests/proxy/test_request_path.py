@@ -500,3 +500,74 @@ def test_a_connection_header_naming_upgrade_is_a_protocol_switch(
     headers = {"Connection": connection} if connection else {}
     request = make_mocked_request("POST", "/openai/v1/chat/completions", headers=headers)
     assert _is_upgrade(request) is upgrade
+
+
+class _LongAnswer(FakeUpstream):
+    """A chat completion of ``chars`` characters, sent as ``how`` says."""
+
+    def __init__(self, chars: int, how: str) -> None:
+        super().__init__()
+        self.chars = chars
+        self.how = how
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        await request.read()
+        answer = {
+            "id": "chatcmpl-long",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "gpt-4o-mini",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "a" * self.chars},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+        data = json.dumps(answer).encode()
+        if self.how == "declared":
+            return web.Response(body=data, content_type="application/json")
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        if self.how == "whole":
+            await response.write(data)
+        else:
+            for i in range(0, len(data), 500):
+                await response.write(data[i : i + 500])
+                await asyncio.sleep(0.01)
+        await response.write_eof()
+        return response
+
+
+async def _ask(stack: Stack) -> tuple[int, bytes]:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(
+            stack.url + "/openai/v1/chat/completions",
+            json={"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]},
+        ) as resp,
+    ):
+        return resp.status, await resp.read()
+
+
+@pytest.mark.parametrize("how", ["declared", "whole", "pieces"])
+async def test_an_answer_past_the_limit_is_not_relayed(make_stack: StackFactory, how: str) -> None:
+    # An answer too big to judge gets 502, whether its length was declared,
+    # it arrived whole with its headers or it was still arriving.
+    stack: Stack = await make_stack(_LongAnswer(3000, how), limits=Limits(max_body_bytes=1024))
+    status, body = await _ask(stack)
+    assert status == 502, body[:200]
+    assert json.loads(body)["error"]["code"] == "upstream_error"
+    assert b"aaaa" not in body
+
+
+@pytest.mark.parametrize("how", ["whole", "pieces"])
+async def test_a_chunked_answer_within_the_limit_is_relayed_as_sent(
+    make_stack: StackFactory, how: str
+) -> None:
+    stack: Stack = await make_stack(_LongAnswer(3000, how), limits=Limits(max_body_bytes=8192))
+    status, body = await _ask(stack)
+    assert status == 200, body[:200]
+    assert json.loads(body)["choices"][0]["message"]["content"] == "a" * 3000
