@@ -77,7 +77,7 @@ _LINE = 64
 
 
 def _last_level(kb: int) -> str:
-    """Callgrind's option for a last level of ``kb`` KB: 8 ways up to 1 MB, 16 above."""
+    """Callgrind's option for a last level of ``kb`` KB: 8 ways below 1 MB, 16 from 1 MB."""
     ways = 8 if kb < 1024 else 16
     sets = kb * 1024 // (ways * _LINE)
     if kb <= 0 or sets & (sets - 1) or sets * ways * _LINE != kb * 1024:

@@ -178,6 +178,12 @@ async def edited_body(data: bytes, judge: Judge, rewrite: Rewrite | None) -> byt
     return json.dumps(edited, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
+def _past_limit(limit: int) -> UpstreamError:
+    return UpstreamError(
+        f"upstream answer exceeds the limit of {limit} bytes", status=502, code="upstream_error"
+    )
+
+
 async def read_bounded(upstream: aiohttp.ClientResponse, limit: int) -> bytes:
     """The whole answer, refused past ``limit``: an answer too big to judge is not relayed."""
     if upstream.content_length is not None and upstream.content_length > limit:
@@ -192,22 +198,14 @@ async def read_bounded(upstream: aiohttp.ClientResponse, limit: int) -> bytes:
         # it is taken from the buffer without a read loop.
         whole = content.read_nowait()
         if len(whole) > limit:
-            raise UpstreamError(
-                f"upstream answer exceeds the limit of {limit} bytes",
-                status=502,
-                code="upstream_error",
-            )
+            raise _past_limit(limit)
         return whole
     chunks: list[bytes] = []
     size = 0
     async for chunk in content.iter_any():
         size += len(chunk)
         if size > limit:
-            raise UpstreamError(
-                f"upstream answer exceeds the limit of {limit} bytes",
-                status=502,
-                code="upstream_error",
-            )
+            raise _past_limit(limit)
         chunks.append(chunk)
     return b"".join(chunks)
 
