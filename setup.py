@@ -160,6 +160,7 @@ setup(
             optional=True,
         ),
         Extension("gateway.wire._colons", ["gateway/wire/_colons.c"], optional=True),
+        Extension("gateway.wire._spans", ["gateway/wire/_spans.c"], optional=True),
         Extension("gateway.wire._chat", ["gateway/wire/_chat.c"], optional=True),
         Extension("gateway._plain", ["gateway/_plain.c"], optional=True),
         Extension("gateway.wire.replies._names", ["gateway/wire/replies/_names.c"], optional=True),

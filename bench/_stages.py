@@ -109,6 +109,40 @@ async def stage_us(config_dir: Path, tmp: Path, requests: int) -> dict[str, floa
     }
 
 
+async def session_us(config_dir: Path, bodies: list[bytes], memo: bool) -> list[float]:
+    """Microseconds of parse and guard for each turn of one agent session, in order.
+
+    A fresh guard and an empty memo of the JSON reader's repeated parts
+    (`jsontext._memo_loads`) start the session; with ``memo`` False the
+    reader parses every body whole, as it did before the memo.
+    """
+    from gateway.app import build_guard
+    from gateway.config.loader import load
+    from gateway.wire import jsontext
+    from gateway.wire.body import decode_content, request_segments
+
+    config = load(config_dir, environ={})
+    guard = build_guard(config)
+    policy = guard.policy("default")
+    split = jsontext._SPLIT
+    jsontext._MEMO.clear()
+    jsontext._SPLIT = split if memo else None
+    out: list[float] = []
+    try:
+        for body in bodies:
+            started = time.perf_counter()
+            segments, _ = request_segments(
+                CHAT, "", "application/json", decode_content(body, "", 1 << 25)
+            )
+            inspection = await guard.inspect(segments, policy, "openai")
+            await guard.judge(inspection, policy, "default", "openai")
+            out.append((time.perf_counter() - started) * 1e6)
+    finally:
+        jsontext._SPLIT = split
+        jsontext._MEMO.clear()
+    return out
+
+
 if __name__ == "__main__":
     import sys
     import tempfile

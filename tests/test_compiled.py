@@ -41,6 +41,8 @@ PROBES = {
     "colon proof": (
         "from gateway.wire import jsontext;print(jsontext._proven is jsontext._py_proven)"
     ),
+    # No twin: without the scan the reader parses every body whole.
+    "repeated-part memo": ("from gateway.wire import jsontext;print(jsontext._SPLIT is None)"),
 }
 
 

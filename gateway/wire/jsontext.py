@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections import deque
 from collections.abc import Callable
-from typing import Final
+from typing import Final, Protocol
 
 from gateway import compiled, fastjson
 
@@ -170,7 +171,145 @@ def loads_utf8(data: bytes) -> object:
     The same value or the same exception, ``UnicodeDecodeError`` included.
     """
     if _CODEC is not None:
+        split = _SPLIT
+        if split is not None and len(data) >= _MEMO_FROM:
+            value = _memo_loads(data, _CODEC, split)
+            if value is not UNDECIDED:
+                return value
         value = fast_loads(data, _CODEC)
         if value is not UNDECIDED:
             return value
     return loads(data.decode("utf-8"))
+
+
+# -- the memo: a conversation's history is read once -------------------------
+#
+# An agent sends its whole conversation again on every turn. `_spans.split`
+# finds, without parsing, the byte ranges (parts) of the elements of a body's
+# top-level "messages" array and of its other long top-level values (tool
+# definitions, a system prompt), and looks each up in the memo: a part whose
+# bytes were read before comes with its value. The other parts are parsed
+# and proven one by one, as `fast_loads` proves a body. Then the skeleton
+# (the body with each part replaced by its number in the list) is parsed
+# and proven, and each number must come back exactly where its part was: so
+# the parts were exactly those values, and the body's value is the
+# skeleton's with each number replaced by its part's value, since JSON's
+# grammar is context free. What the proofs check holds piece by piece: every
+# ':' byte is in exactly one piece, and a part begins and ends with a
+# bracket or a quote, so no "\u003" spans two. Anything else goes to
+# `fast_loads`, and the outcome is always the one `loads` gives.
+#
+# The memo hands the same objects to every request that repeats a part: the
+# gateway reads a request's value and never changes it (redaction builds a
+# new one). Repeated texts are then the same str objects, whose hash Python
+# keeps, so the guard's per-text cache finds them without reading them.
+
+# Bodies shorter than this are read whole: there is little to save.
+_MEMO_FROM = 1024
+# Parts shorter than this are parsed every time rather than remembered.
+_PART_FROM = 64
+# Bounds on the memo: parts, and bytes of them in all.
+_MEMO_PARTS = 8192
+_MEMO_BYTES = 16 * 1024 * 1024
+
+# What `_spans.split` returns: (skeleton, values, keys, misses); see its doc.
+_Parts = tuple[bytes, list[object], list[str | None], list[tuple[int, int, int, int]]]
+
+
+class _Split(Protocol):
+    def __call__(
+        self, body: bytes, least: int, memo: dict[int, tuple[bytes, object]], /
+    ) -> _Parts | None: ...
+
+
+class _Memo:
+    """Parts by hash, first in first out past its bounds.
+
+    A plain dict, which `_spans.split` reads faster than an OrderedDict, and
+    the order of arrival in a deque beside it: evicting a dict's first key
+    with `next(iter(...))` walks the slots earlier deletions left empty.
+    """
+
+    __slots__ = ("bytes", "order", "parts")
+
+    def __init__(self) -> None:
+        self.parts: dict[int, tuple[bytes, object]] = {}
+        self.order: deque[int] = deque()
+        self.bytes = 0
+
+    def put(self, digest: int, raw: bytes, value: object) -> None:
+        parts = self.parts
+        old = parts.get(digest)
+        if old is not None:
+            # A part that collides with another takes its place and its turn.
+            self.bytes -= len(old[0])
+        else:
+            self.order.append(digest)
+        parts[digest] = (raw, value)
+        self.bytes += len(raw)
+        while len(parts) > _MEMO_PARTS or self.bytes > _MEMO_BYTES:
+            self.bytes -= len(parts.pop(self.order.popleft())[0])
+
+    def clear(self) -> None:
+        self.parts.clear()
+        self.order.clear()
+        self.bytes = 0
+
+
+_MEMO: Final = _Memo()
+
+
+def _memo_loads(data: bytes, codec: fastjson.Codec, split: _Split) -> object:
+    """What ``fast_loads(data, codec)`` returns, with repeated parts from the memo."""
+    found = split(data, _PART_FROM, _MEMO.parts)
+    if found is None:
+        return UNDECIDED
+    skeleton, values, keys, misses = found
+    for number, start, end, digest in misses:
+        raw = data[start:end]
+        try:
+            value = codec.loads(raw)
+        except ValueError:
+            return UNDECIDED
+        if not _proven(raw, value):
+            return UNDECIDED
+        values[number] = value
+        if _PART_FROM <= end - start <= _MEMO_BYTES // 16:
+            _MEMO.put(digest, raw, value)
+    try:
+        top = codec.loads(skeleton)
+    except ValueError:
+        return UNDECIDED
+    if type(top) is not dict or not _proven(skeleton, top):
+        return UNDECIDED
+    messages = top.get("messages")
+    if type(messages) is not list:
+        return UNDECIDED
+    element = 0
+    for number, key in enumerate(keys):
+        if key is None:
+            if element >= len(messages) or not _is_number(messages[element], number):
+                return UNDECIDED
+            messages[element] = values[number]
+            element += 1
+        else:
+            if not _is_number(top.get(key), number):
+                return UNDECIDED
+            top[key] = values[number]
+    if element != len(messages):
+        return UNDECIDED
+    return top
+
+
+def _is_number(value: object, number: int) -> bool:
+    # type() rather than isinstance: True == 1.
+    return type(value) is int and value == number
+
+
+def _load_split() -> _Split | None:
+    module = compiled.load("gateway.wire._spans")
+    return None if module is None else module.split
+
+
+# Not Final: `bench conversation` sets it to None to time the reader without the memo.
+_SPLIT: _Split | None = _load_split()

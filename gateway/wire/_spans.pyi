@@ -1,0 +1,3 @@
+def split(
+    body: bytes, least: int, memo: dict[int, tuple[bytes, object]], /
+) -> tuple[bytes, list[object], list[str | None], list[tuple[int, int, int, int]]] | None: ...
