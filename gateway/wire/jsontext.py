@@ -13,6 +13,7 @@ import json
 import math
 from collections import deque
 from collections.abc import Callable
+from random import getrandbits
 from typing import Final, Protocol
 
 from gateway import compiled, fastjson
@@ -185,19 +186,26 @@ def loads_utf8(data: bytes) -> object:
 # -- the memo: a conversation's history is read once -------------------------
 #
 # An agent sends its whole conversation again on every turn. `_spans.split`
-# finds, without parsing, the byte ranges (parts) of the elements of a body's
-# top-level "messages" array and of its other long top-level values (tool
-# definitions, a system prompt), and looks each up in the memo: a part whose
-# bytes were read before comes with its value. The other parts are parsed
-# and proven one by one, as `fast_loads` proves a body. Then the skeleton
-# (the body with each part replaced by its number in the list) is parsed
-# and proven, and each number must come back exactly where its part was: so
-# the parts were exactly those values, and the body's value is the
-# skeleton's with each number replaced by its part's value, since JSON's
-# grammar is context free. What the proofs check holds piece by piece: every
-# ':' byte is in exactly one piece, and a part begins and ends with a
-# bracket or a quote, so no "\u003" spans two. Anything else goes to
-# `fast_loads`, and the outcome is always the one `loads` gives.
+# finds, without parsing, the byte ranges (parts) of the long elements of a
+# body's top-level "messages" array and of its other long top-level values
+# (tool definitions, a system prompt), and looks each up in the memo: a
+# part whose bytes were read before comes with its value. The other parts
+# are parsed and proven one by one, as `fast_loads` proves a body. Then the
+# skeleton (the body with each part replaced by a token: a random base,
+# drawn for each body, plus the part's number) is parsed and proven, and
+# each token must come back exactly where its part was: so the parts were
+# exactly those values, and the body's value is the skeleton's with each
+# token replaced by its part's value, since JSON's grammar is context free.
+# (The base is random so that no value the body spells itself can pass for
+# a token.) What the proofs check holds piece by piece: every ':' byte is
+# in exactly one piece, and a part begins and ends with a bracket or a
+# quote, so no "\u003" spans two. Anything else goes to `fast_loads`, and
+# the outcome is always the one `loads` gives.
+#
+# A body whose parts are mostly new (a conversation seen for the first
+# time, or one made of many distinct parts) is parsed whole instead, and its
+# parts are remembered from that value once the skeleton has shown where
+# they are: parsing many parts one by one costs far more than one parse.
 #
 # The memo hands the same objects to every request that repeats a part: the
 # gateway reads a request's value and never changes it (redaction builds a
@@ -206,19 +214,23 @@ def loads_utf8(data: bytes) -> object:
 
 # Bodies shorter than this are read whole: there is little to save.
 _MEMO_FROM = 1024
-# Parts shorter than this are parsed every time rather than remembered.
+# Values shorter than this are not parts: the skeleton's parse reads them.
 _PART_FROM = 64
 # Bounds on the memo: parts, and bytes of them in all.
 _MEMO_PARTS = 8192
 _MEMO_BYTES = 16 * 1024 * 1024
+# At most this many new parts are parsed one by one; past it, the body whole.
+_FEW_NEW = 16
+# At most this many parts of one body are remembered.
+_REMEMBERED_PER_BODY = _MEMO_PARTS // 4
 
 # What `_spans.split` returns: (skeleton, values, keys, misses); see its doc.
-_Parts = tuple[bytes, list[object], list[str | None], list[tuple[int, int, int, int]]]
+_Parts = tuple[bytes, list[object], list[int | str], list[tuple[int, int, int, int]]]
 
 
 class _Split(Protocol):
     def __call__(
-        self, body: bytes, least: int, memo: dict[int, tuple[bytes, object]], /
+        self, body: bytes, least: int, memo: dict[int, tuple[bytes, object]], base: int, /
     ) -> _Parts | None: ...
 
 
@@ -261,10 +273,13 @@ _MEMO: Final = _Memo()
 
 def _memo_loads(data: bytes, codec: fastjson.Codec, split: _Split) -> object:
     """What ``fast_loads(data, codec)`` returns, with repeated parts from the memo."""
-    found = split(data, _PART_FROM, _MEMO.parts)
+    base = getrandbits(61)
+    found = split(data, _PART_FROM, _MEMO.parts, base)
     if found is None:
         return UNDECIDED
     skeleton, values, keys, misses = found
+    if len(misses) > _FEW_NEW:
+        return _remembered_whole(data, codec, skeleton, keys, misses, base)
     for number, start, end, digest in misses:
         raw = data[start:end]
         try:
@@ -274,36 +289,68 @@ def _memo_loads(data: bytes, codec: fastjson.Codec, split: _Split) -> object:
         if not _proven(raw, value):
             return UNDECIDED
         values[number] = value
-        if _PART_FROM <= end - start <= _MEMO_BYTES // 16:
+        if end - start <= _MEMO_BYTES // 16:
             _MEMO.put(digest, raw, value)
-    try:
-        top = codec.loads(skeleton)
-    except ValueError:
+    top = _skeleton(skeleton, keys, base, codec)
+    if top is None:
         return UNDECIDED
-    if type(top) is not dict or not _proven(skeleton, top):
-        return UNDECIDED
-    messages = top.get("messages")
-    if type(messages) is not list:
-        return UNDECIDED
-    element = 0
+    messages = top["messages"]
+    assert type(messages) is list  # checked by _skeleton
     for number, key in enumerate(keys):
-        if key is None:
-            if element >= len(messages) or not _is_number(messages[element], number):
-                return UNDECIDED
-            messages[element] = values[number]
-            element += 1
+        if isinstance(key, int):
+            messages[key] = values[number]
         else:
-            if not _is_number(top.get(key), number):
-                return UNDECIDED
             top[key] = values[number]
-    if element != len(messages):
-        return UNDECIDED
     return top
 
 
-def _is_number(value: object, number: int) -> bool:
+def _remembered_whole(
+    data: bytes,
+    codec: fastjson.Codec,
+    skeleton: bytes,
+    keys: list[int | str],
+    misses: list[tuple[int, int, int, int]],
+    base: int,
+) -> object:
+    """``fast_loads(data, codec)``, and the new parts remembered from its value."""
+    value = fast_loads(data, codec)
+    if type(value) is not dict or _skeleton(skeleton, keys, base, codec) is None:
+        return value
+    messages = value["messages"]
+    assert type(messages) is list  # the skeleton's is, and the parts are values
+    for number, start, end, digest in misses[:_REMEMBERED_PER_BODY]:
+        if end - start <= _MEMO_BYTES // 16:
+            key = keys[number]
+            part = messages[key] if isinstance(key, int) else value[key]
+            _MEMO.put(digest, data[start:end], part)
+    return value
+
+
+def _skeleton(
+    skeleton: bytes, keys: list[int | str], base: int, codec: fastjson.Codec
+) -> dict[str, object] | None:
+    """The skeleton's value when it is proven and holds each token where its part was."""
+    try:
+        top = codec.loads(skeleton)
+    except ValueError:
+        return None
+    if type(top) is not dict or not _proven(skeleton, top):
+        return None
+    messages = top.get("messages")
+    if type(messages) is not list:
+        return None
+    for number, key in enumerate(keys):
+        if isinstance(key, int):
+            if key >= len(messages) or not _is_token(messages[key], base + number):
+                return None
+        elif not _is_token(top.get(key), base + number):
+            return None
+    return top
+
+
+def _is_token(value: object, token: int) -> bool:
     # type() rather than isinstance: True == 1.
-    return type(value) is int and value == number
+    return type(value) is int and value == token
 
 
 def _load_split() -> _Split | None:

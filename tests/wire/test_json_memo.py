@@ -32,6 +32,8 @@ from tests.wire.test_json_differential import (
 CODEC = fastjson.orjson_codec()
 pytestmark = pytest.mark.skipif(CODEC is None, reason="orjson is not installed")
 split = _spans.split
+# A base for the tokens where a test reads the skeleton back.
+BASE = 2**60 + 12345
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +57,9 @@ def strict(data: bytes) -> object:
 # -- a Python reference of the scan --------------------------------------------
 
 
-def reference_parts(data: bytes, least: int) -> list[tuple[int, int, str | None]] | None:
-    """(start, end, key) of each part, as `_spans.split` finds them, or None."""
+def reference_parts(data: bytes, least: int) -> list[tuple[int, int, int | str]] | None:
+    """(start, end, key) of each part, as `_spans.split` finds them, or None: key is
+    an element's position in "messages", or a member's key."""
     n = len(data)
     space = b" \t\n\r"
 
@@ -112,7 +115,7 @@ def reference_parts(data: bytes, least: int) -> list[tuple[int, int, str | None]
                 return j + 1
             i = j + 1
 
-    parts: list[tuple[int, int, str | None]] = []
+    parts: list[tuple[int, int, int | str]] = []
     seen = False
     i = skip_space(0)
     if i >= n or data[i : i + 1] != b"{":
@@ -137,11 +140,14 @@ def reference_parts(data: bytes, least: int) -> list[tuple[int, int, str | None]
             if i < n and data[i : i + 1] == b"]":
                 i += 1
             else:
+                position = 0
                 while True:
                     end = skip_value(i)
                     if end < 0:
                         return None
-                    parts.append((i, end, None))
+                    if end - i >= least:
+                        parts.append((i, end, position))
+                    position += 1
                     i = skip_space(end)
                     if i >= n:
                         return None
@@ -177,20 +183,20 @@ def reference_parts(data: bytes, least: int) -> list[tuple[int, int, str | None]
     return None
 
 
-def c_parts(data: bytes, least: int) -> list[tuple[int, int, str | None]] | None:
+def c_parts(data: bytes, least: int) -> list[tuple[int, int, int | str]] | None:
     """The C scan's parts, read back from its skeleton and its misses (memo empty)."""
-    found = split(data, least, {})
+    found = split(data, least, {}, BASE)
     if found is None:
         return None
     skeleton, values, keys, misses = found
     assert all(v is None for v in values)
     assert [m[0] for m in misses] == list(range(len(keys)))
     parts = [(start, end, key) for (_, start, end, _), key in zip(misses, keys, strict=True)]
-    # The skeleton is the body with each part replaced by its number.
+    # The skeleton is the body with each part replaced by its token.
     rebuilt = b""
     done = 0
     for number, (start, end, _) in enumerate(parts):
-        rebuilt += data[done:start] + str(number).encode()
+        rebuilt += data[done:start] + str(BASE + number).encode()
         done = end
     assert skeleton == rebuilt + data[done:]
     return parts
@@ -316,7 +322,7 @@ def test_a_colliding_entry_is_not_taken() -> None:
     """A memo entry under a part's hash with other bytes is ignored: only equal bytes count."""
     body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "y" * 200}]})
     data = body.encode()
-    found = split(data, 64, {})
+    found = split(data, 64, {}, 0)
     assert found is not None
     (_, start, end, digest) = found[3][0]
     impostor = data[start:end].replace(b"y", b"z")
@@ -373,10 +379,28 @@ def test_split_refuses_what_is_not_a_conversation() -> None:
         b'{"messages": [1, 2], "messages": [3]}',
         b'"messages"',
     ]:
-        assert split(data, 0, {}) is None, data
-    assert split(b'{"messages": []}', 0, {}) is None  # nothing to remember
+        assert split(data, 0, {}, 0) is None, data
+    assert split(b'{"messages": []}', 0, {}, 0) is None  # nothing to remember
+    # Short elements are left in the skeleton: a body of them has no parts.
+    assert split(b'{"messages": [' + b",".join([b"0"] * 1000) + b"]}", 64, {}, 0) is None
     with pytest.raises(TypeError):
-        split("text", 0, {})  # type: ignore[arg-type]
+        split("text", 0, {}, 0)  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        split(b'{"messages": [1]}', 0, {}, 2**62)
+
+
+def lying(parts: list[tuple[int, int, int | str]]) -> jsontext._Split:
+    """A scan that reports `parts`, wherever they are, with the reader's tokens."""
+
+    def fake(body: bytes, least: int, memo: object, base: int) -> jsontext._Parts:
+        skeleton, done = b"", 0
+        for number, (start, end, _) in enumerate(parts):
+            skeleton += body[done:start] + str(base + number).encode()
+            done = end
+        misses = [(n, s, e, n) for n, (s, e, _) in enumerate(parts)]
+        return skeleton + body[done:], [None] * len(parts), [k for _, _, k in parts], misses
+
+    return fake
 
 
 def test_parts_that_are_not_where_the_scan_said_are_caught() -> None:
@@ -384,39 +408,64 @@ def test_parts_that_are_not_where_the_scan_said_are_caught() -> None:
     element (or member value) in the body leaves the body to the full reader."""
     assert CODEC is not None
     data = b'{"messages": ["xx{}yy", {"k": 1}], "tools": [1]}'
-
-    def lying(parts: list[tuple[int, int, str | None]]) -> jsontext._Split:
-        def fake(body: bytes, least: int, memo: object) -> jsontext._Parts:
-            skeleton, done = b"", 0
-            for number, (start, end, _) in enumerate(parts):
-                skeleton += body[done:start] + str(number).encode()
-                done = end
-            misses = [(n, s, e, 0) for n, (s, e, _) in enumerate(parts)]
-            return skeleton + body[done:], [None] * len(parts), [k for _, _, k in parts], misses
-
-        return fake
-
     inside = data.index(b"{}")
+    first = data.index(b'"xx')
     element = data.index(b'{"k"')
     tools = data.index(b"[1]")
-    wrong: list[list[tuple[int, int, str | None]]] = [
-        # Inside a string: the number comes back as text.
-        [(inside, inside + 2, None), (element, element + 8, None)],
-        # One element left out: the array has one more value than parts.
-        [(element, element + 8, None)],
+    wrong: list[list[tuple[int, int, int | str]]] = [
+        # Inside a string: the token comes back as text.
+        [(inside, inside + 2, 0), (element, element + 8, 1)],
+        # At another position than the one it was said to hold.
+        [(element, element + 8, 0)],
         # An element called a member's value, and the other way round.
-        [(data.index(b'"xx'), data.index(b'"xx') + 8, None), (element, element + 8, "tools")],
-        [
-            (data.index(b'"xx'), data.index(b'"xx') + 8, None),
-            (element, element + 8, None),
-            (tools, tools + 3, None),
-        ],
+        [(first, first + 8, 0), (element, element + 8, "tools")],
+        [(first, first + 8, 0), (element, element + 8, 1), (tools, tools + 3, 2)],
     ]
     for parts in wrong:
         assert jsontext._memo_loads(data, CODEC, lying(parts)) is jsontext.UNDECIDED, parts
-    honest = [
-        (data.index(b'"xx'), data.index(b'"xx') + 8, None),
-        (element, element + 8, None),
+    # A value the body spells itself cannot pass for a token: here the element
+    # after the string is the number 0, the token the part inside the string
+    # would have had if tokens were the parts' numbers.
+    spelled = b'{"messages": ["xx{}yy", 0]}'
+    at = spelled.index(b"{}")
+    found = jsontext._memo_loads(spelled, CODEC, lying([(at, at + 2, 1)]))
+    assert found is jsontext.UNDECIDED
+    honest: list[tuple[int, int, int | str]] = [
+        (first, first + 8, 0),
+        (element, element + 8, 1),
         (tools, tools + 3, "tools"),
     ]
     assert jsontext._memo_loads(data, CODEC, lying(honest)) == json.loads(data)
+    # A short element may stay in the skeleton.
+    assert jsontext._memo_loads(data, CODEC, lying(honest[1:])) == json.loads(data)
+
+
+def test_a_body_of_many_new_parts_is_read_whole_and_remembered() -> None:
+    """Past a few new parts the body is parsed whole (one parse, not hundreds),
+    and its parts are remembered from that value; the next turn takes them."""
+    history = [{"role": "user", "content": f"step {i}: " + "w" * 80} for i in range(300)]
+    first = json.dumps({"model": "m", "messages": history}).encode()
+    value = memo_outcome(first)
+    assert value == json.loads(first)
+    assert isinstance(value, dict)
+    assert len(jsontext._MEMO.parts) == 300
+    second = json.dumps({"model": "m", "messages": [*history, {"role": "user", "content": "go"}]})
+    again = memo_outcome(second.encode())
+    assert again == json.loads(second)
+    assert isinstance(again, dict)
+    assert all(a is b for a, b in zip(again["messages"], value["messages"], strict=False))
+
+
+def test_many_parts_a_scan_misplaced_are_not_remembered() -> None:
+    assert CODEC is not None
+    texts = [f"{{}} text {i} " + "v" * 70 for i in range(jsontext._FEW_NEW + 4)]
+    data = json.dumps({"messages": texts}).encode()
+    # Each part said to be the "{}" inside a string, at the string's position.
+    parts: list[tuple[int, int, int | str]] = []
+    at = 0
+    for position in range(len(texts)):
+        at = data.index(b"{}", at)
+        parts.append((at, at + 2, position))
+        at += 2
+    assert jsontext._memo_loads(data, CODEC, lying(parts)) == json.loads(data)
+    assert not jsontext._MEMO.parts
