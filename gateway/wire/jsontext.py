@@ -207,6 +207,9 @@ def loads_utf8(data: bytes) -> object:
 # parts are remembered from that value once the skeleton has shown where
 # they are: parsing many parts one by one costs far more than one parse.
 #
+# A part goes into the memo the second time it is seen, not the first
+# (`_Memo.admit`): most parts sent once are never sent again.
+#
 # The memo hands the same objects to every request that repeats a part: the
 # gateway reads a request's value and never changes it (redaction builds a
 # new one). Repeated texts are then the same str objects, whose hash Python
@@ -219,6 +222,8 @@ _PART_FROM = 64
 # Bounds on the memo: parts, and bytes of them in all.
 _MEMO_PARTS = 8192
 _MEMO_BYTES = 16 * 1024 * 1024
+# Hashes of parts seen once that the memo remembers, at most (see `admit`).
+_SEEN_ONCE = 2 * _MEMO_PARTS
 # At most this many new parts are parsed one by one; past it, the body whole.
 _FEW_NEW = 16
 # At most this many parts of one body are remembered.
@@ -242,12 +247,34 @@ class _Memo:
     with `next(iter(...))` walks the slots earlier deletions left empty.
     """
 
-    __slots__ = ("bytes", "order", "parts")
+    __slots__ = ("bytes", "once", "order", "parts")
 
     def __init__(self) -> None:
         self.parts: dict[int, tuple[bytes, object]] = {}
         self.order: deque[int] = deque()
         self.bytes = 0
+        self.once: set[int] = set()
+
+    def admit(self, digest: int) -> bool:
+        """Whether a part the memo lacks goes in: on its second sighting, not its first.
+
+        Many parts are never sent again (a one-off request, the last turn of a
+        conversation). Kept, each would hold its bytes and its value for
+        thousands of requests and be freed long after, cold: under load that
+        memory traffic cost more than the memo saved. A part of a
+        conversation's history is sent on every turn, so it is parsed one
+        time more and then remembered. The hashes seen once are forgotten
+        all together when there are too many: a part then waits one more
+        sighting, nothing else.
+        """
+        once = self.once
+        if digest in once:
+            once.discard(digest)
+            return True
+        if len(once) >= _SEEN_ONCE:
+            once.clear()
+        once.add(digest)
+        return False
 
     def put(self, digest: int, raw: bytes, value: object) -> None:
         parts = self.parts
@@ -266,6 +293,7 @@ class _Memo:
         self.parts.clear()
         self.order.clear()
         self.bytes = 0
+        self.once.clear()
 
 
 _MEMO: Final = _Memo()
@@ -289,7 +317,7 @@ def _memo_loads(data: bytes, codec: fastjson.Codec, split: _Split) -> object:
         if not _proven(raw, value):
             return UNDECIDED
         values[number] = value
-        if end - start <= _MEMO_BYTES // 16:
+        if end - start <= _MEMO_BYTES // 16 and _MEMO.admit(digest):
             _MEMO.put(digest, raw, value)
     top = _skeleton(skeleton, keys, base, codec)
     if top is None:
@@ -319,7 +347,7 @@ def _remembered_whole(
     messages = value["messages"]
     assert type(messages) is list  # the skeleton's is, and the parts are values
     for number, start, end, digest in misses[:_REMEMBERED_PER_BODY]:
-        if end - start <= _MEMO_BYTES // 16:
+        if end - start <= _MEMO_BYTES // 16 and _MEMO.admit(digest):
             key = keys[number]
             part = messages[key] if isinstance(key, int) else value[key]
             _MEMO.put(digest, data[start:end], part)
