@@ -98,7 +98,11 @@ def switch_off(stages: Sequence[str]) -> None:
         def unwritten(self: audit.AuditLog, type: str, payload: object, ts: object = None) -> str:
             return ""
 
+        def unkept(self: audit.AuditLog, type: str, payload: object, ts: object = None) -> None:
+            return None
+
         audit.AuditLog.append = unwritten  # type: ignore[method-assign]
+        audit.AuditLog.keep = unkept  # type: ignore[method-assign]
 
 
 def main(argv: Sequence[str]) -> int:

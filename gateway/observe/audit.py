@@ -25,6 +25,9 @@ Operational limits, by design:
   thread only.
 * Without ``fsync=True`` a crash can lose the newest entries (the page cache
   was not written out); the chain stays valid up to the last entry on disk.
+* ``keep`` holds an entry until ``flush`` (or the next ``append``), which
+  encodes the kept entries in order and writes them in one ``write``. The
+  caller decides when to flush; ``seq`` and ``head`` count written entries.
 * The log proves internal consistency, not completeness: cutting entries off
   the end leaves a valid shorter chain. Anchor the head elsewhere (signed
   checkpoint, receipts, remote copy) and pass ``expected_head`` /
@@ -110,6 +113,8 @@ class AuditLog:
         self._head = ""
         self._head_raw = b""
         self._failed: str | None = None
+        # Entries for the next flush, in order: (type, payload, ts in ms).
+        self._kept: list[tuple[str, Mapping[str, object], int]] = []
 
     @property
     def path(self) -> Path:
@@ -148,56 +153,89 @@ class AuditLog:
         self._head_raw = bytes.fromhex(head)
         self._failed = None
 
+    def keep(self, type: str, payload: Mapping[str, object], ts: float | None = None) -> None:
+        """An entry for the next `flush` (or `append`), which writes it after those kept before.
+
+        Under load the kept entries of a turn of the event loop are encoded
+        back to back and written in one ``write``: one at a time between
+        other requests' work, an entry's encoding and the kernel's path for a
+        small write to a file cost several times what they cost in a row.
+        The payload must not change until then. A payload without a
+        canonical form is logged and left out when the entries are written.
+        """
+        self._writable()
+        if not isinstance(type, str) or not type:
+            raise ValueError("invalid audit event type")
+        ts_ms = time.time_ns() // 1_000_000 if ts is None else _ts_ms(ts)
+        self._kept.append((type, payload, ts_ms))
+
     def append(self, type: str, payload: Mapping[str, object], ts: float | None = None) -> str:
-        """Write one entry and return its entryHash.
+        """Write one entry, after any kept ones, and return its entryHash.
 
         ``ts`` is in seconds (``time.time()`` style); it is stored as integer
         milliseconds. Raises ``CanonicalError`` for a payload without a
         canonical form, before anything is written.
         """
-        fd = self._fd
-        if fd is None:
-            raise AuditLogError("audit log is not open")
-        if self._failed is not None:
-            raise AuditLogError(f"audit log is unusable after a failed write: {self._failed}")
+        self._writable()
         if not isinstance(type, str) or not type:
             raise ValueError("invalid audit event type")
         ts_ms = time.time_ns() // 1_000_000 if ts is None else _ts_ms(ts)
+        lines, state = self._encode_kept()
+        line, state = _encoded(state, type, payload, ts_ms)
+        lines.append(line)
+        self._kept.clear()
+        self._write(lines, state)
+        return state[1]
 
-        seq = self._seq + 1
-        event = {"payload": payload, "seq": seq, "ts": ts_ms, "type": type}
-        event_bytes = canonical_bytes(event)
-        hasher = hashlib.sha256(self._head_raw)
-        hasher.update(event_bytes)
-        head_raw = hasher.digest()
-        entry_hash = head_raw.hex()
-        # The canonical form of the whole entry, assembled without serialising
-        # the event twice: keys sort as entryHash < event < prevHash, and both
-        # hashes are plain lowercase hex (tests assert the equality).
-        line = b"".join(
-            (
-                b'{"entryHash":"',
-                entry_hash.encode("ascii"),
-                b'","event":',
-                event_bytes,
-                b',"prevHash":"',
-                self._head.encode("ascii"),
-                b'"}\n',
-            )
-        )
+    def flush(self) -> None:
+        """Write the kept entries in one ``write`` (and ``fsync`` when configured).
+
+        A failed write leaves ``seq`` and ``head`` those of the last entry
+        written, drops the kept entries and raises; `reopen` repairs the file.
+        """
+        if not self._kept:
+            return
         try:
-            _write_all(fd, line)
+            self._writable()
+            lines, state = self._encode_kept()
+        finally:
+            self._kept.clear()
+        if lines:
+            self._write(lines, state)
+
+    def _writable(self) -> None:
+        if self._fd is None:
+            raise AuditLogError("audit log is not open")
+        if self._failed is not None:
+            raise AuditLogError(f"audit log is unusable after a failed write: {self._failed}")
+
+    def _encode_kept(self) -> tuple[list[bytes], tuple[int, str, bytes]]:
+        """The kept entries' lines, chained after the last one written, and the chain's state."""
+        state = (self._seq, self._head, self._head_raw)
+        lines: list[bytes] = []
+        for type, payload, ts_ms in self._kept:
+            try:
+                line, state = _encoded(state, type, payload, ts_ms)
+            except CanonicalError as exc:
+                # A bug in whoever built the payload; the other entries go on.
+                log.error("audit entry of type %r left out: %s", type, exc)
+                continue
+            lines.append(line)
+        return lines, state
+
+    def _write(self, lines: list[bytes], state: tuple[int, str, bytes]) -> None:
+        fd = self._fd
+        assert fd is not None  # checked by _writable
+        try:
+            _write_all(fd, lines[0] if len(lines) == 1 else b"".join(lines))
             if self._fsync:
                 os.fsync(fd)
         except OSError as exc:
-            # Part of the line may be on disk; continuing would write the next
-            # entry after a torn one. open() again repairs the tail.
+            # Part of the lines may be on disk; continuing would write the
+            # next entry after a torn one. open() again repairs the tail.
             self._failed = str(exc)
             raise AuditLogError(f"audit write failed: {exc}") from exc
-        self._seq = seq
-        self._head = entry_hash
-        self._head_raw = head_raw
-        return entry_hash
+        self._seq, self._head, self._head_raw = state
 
     def reopen(self) -> None:
         """Close and open again: after a failed write, this repairs the tail or raises."""
@@ -205,6 +243,12 @@ class AuditLog:
         self.open()
 
     def close(self) -> None:
+        """Write the kept entries, then close; a failed write is logged, not raised."""
+        if self._kept:
+            try:
+                self.flush()
+            except AuditLogError as exc:
+                log.error("%s; the entries kept for it are lost", exc)
         fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)  # also releases the flock
@@ -328,6 +372,34 @@ def _ts_ms(ts: float) -> int:
     if not 0 <= ms <= _MAX_TS:
         raise ValueError("invalid audit timestamp")
     return ms
+
+
+def _encoded(
+    state: tuple[int, str, bytes], type: str, payload: Mapping[str, object], ts_ms: int
+) -> tuple[bytes, tuple[int, str, bytes]]:
+    """One entry's line after the chain's ``state`` (seq, head, head's bytes), and the new state."""
+    seq, head, head_raw = state
+    seq += 1
+    event_bytes = canonical_bytes({"payload": payload, "seq": seq, "ts": ts_ms, "type": type})
+    hasher = hashlib.sha256(head_raw)
+    hasher.update(event_bytes)
+    entry_raw = hasher.digest()
+    entry_hash = entry_raw.hex()
+    # The canonical form of the whole entry, assembled without serialising
+    # the event twice: keys sort as entryHash < event < prevHash, and both
+    # hashes are plain lowercase hex (tests assert the equality).
+    line = b"".join(
+        (
+            b'{"entryHash":"',
+            entry_hash.encode("ascii"),
+            b'","event":',
+            event_bytes,
+            b',"prevHash":"',
+            head.encode("ascii"),
+            b'"}\n',
+        )
+    )
+    return line, (seq, entry_hash, entry_raw)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -561,3 +561,122 @@ def test_payload_values_round_trip_through_verify(tmp_path: Path) -> None:
     _assert_ok(verify(path), 2, h)
     with AuditLog(path) as log:
         assert log.head == h
+
+
+# ---------------------------------------------------------------------------
+# Kept entries: encoded and written together
+
+
+def _counting_writes(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    writes: list[bytes] = []
+    real = audit_mod._write_all
+
+    def counted(fd: int, data: bytes) -> None:
+        writes.append(data)
+        real(fd, data)
+
+    monkeypatch.setattr(audit_mod, "_write_all", counted)
+    return writes
+
+
+def test_kept_entries_are_written_together_by_flush(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    same = tmp_path / "same.jsonl"
+    _write(same, 3)
+    writes = _counting_writes(monkeypatch)
+    with AuditLog(path) as log:
+        for i in range(3):
+            log.keep("request", {**PAYLOAD, "i": i}, ts=1_784_131_200.0 + i * 0.25)
+        # Nothing is written, and the chain does not count them, until the flush.
+        assert path.read_bytes() == b""
+        assert (log.seq, log.head) == (0, "")
+        log.flush()
+        assert len(writes) == 1
+        assert (log.seq, log.head) == (3, verify(path).head)
+        log.flush()  # nothing kept: nothing written
+        assert len(writes) == 1
+    # Byte for byte what appending them one by one writes.
+    assert path.read_bytes() == same.read_bytes()
+
+
+def test_an_append_writes_the_kept_entries_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    writes = _counting_writes(monkeypatch)
+    with AuditLog(path) as log:
+        log.keep("request", {"i": 0})
+        log.keep("request", {"i": 1})
+        head = log.append("tunnel", {"i": 2})
+        assert len(writes) == 1
+        assert head == log.head
+    events = [json.loads(line)["event"] for line in _lines(path)]
+    assert [(e["seq"], e["type"], e["payload"]["i"]) for e in events] == [
+        (1, "request", 0),
+        (2, "request", 1),
+        (3, "tunnel", 2),
+    ]
+    _assert_ok(verify(path), 3, head)
+
+
+def test_a_kept_entry_without_a_canonical_form_is_left_out(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path) as log:
+        log.keep("request", {"i": 0})
+        log.keep("request", {"i": float("nan")})
+        log.keep("request", {"i": 2})
+        with caplog.at_level(logging.ERROR, logger=audit_mod.__name__):
+            log.flush()
+        assert log.seq == 2
+        # An append's own payload is refused before anything is written.
+        log.keep("request", {"i": 3})
+        with pytest.raises(CanonicalError):
+            log.append("request", {"i": float("inf")})
+        assert log.seq == 2
+        log.flush()
+    assert "left out" in caplog.text
+    assert [json.loads(line)["event"]["payload"]["i"] for line in _lines(path)] == [0, 2, 3]
+    _assert_ok(verify(path), 3, verify(path).head)
+
+
+def test_a_failed_flush_drops_the_kept_entries_and_reopen_repairs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "audit.jsonl"
+    with AuditLog(path) as log:
+        first = log.append("request", {"i": 0})
+        real = audit_mod._write_all
+
+        def torn(fd: int, data: bytes) -> None:
+            real(fd, data[:10])
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(audit_mod, "_write_all", torn)
+        log.keep("request", {"i": 1})
+        log.keep("request", {"i": 2})
+        with pytest.raises(AuditLogError):
+            log.flush()
+        assert (log.seq, log.head) == (1, first)
+        with pytest.raises(AuditLogError):
+            log.keep("request", {"i": 3})
+        monkeypatch.setattr(audit_mod, "_write_all", real)
+        log.reopen()
+        log.keep("request", {"i": 4})
+        log.flush()
+    assert [json.loads(line)["event"]["payload"]["i"] for line in _lines(path)] == [0, 4]
+    assert verify(path).ok
+
+
+def test_close_writes_the_kept_entries(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    log.open()
+    log.keep("request", {"i": 0})
+    log.close()
+    assert verify(path).entries == 1
+    with pytest.raises(AuditLogError):
+        log.keep("request", {"i": 1})
