@@ -109,7 +109,8 @@ class ScanHeaders(Strict):
 
 class Audit(Strict):
     path: Path = Path("var/audit.jsonl")
-    # fsync every record: survives a machine crash, at a per-request cost.
+    # fsync every record before its answer leaves: survives a machine crash,
+    # at the cost of one fsync per group of entries written together.
     fsync: bool = False
     # The key of the HMAC that fingerprints found secrets: an environment
     # variable holding at least 32 characters, else a key file (created with

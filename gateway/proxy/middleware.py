@@ -247,8 +247,9 @@ async def audit_entries(request: web.Request, handler: Handler) -> web.StreamRes
         # than the rest of the entry.) A lone request writes at once.
         deferred = ledger.in_flight > 0
         ledger.record(exchange, defer=deferred)
-    if deferred:
-        # The write was scheduled before this turn: the answer leaves after it.
+    if deferred and not response.prepared:
+        # The write was scheduled before this turn: the answer leaves after
+        # it. (A streamed answer has left already; its entry follows it.)
         await asyncio.sleep(0)
     return response
 

@@ -134,6 +134,12 @@ def test_fsync_option(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with AuditLog(tmp_path / "b.jsonl") as log:
         log.append("x", {})
     assert len(calls) == 2
+    # Entries written together are synced together, before the flush returns.
+    with AuditLog(tmp_path / "c.jsonl", fsync=True) as log:
+        for _ in range(3):
+            log.keep("x", {})
+        log.flush()
+        assert len(calls) == 3
 
 
 def test_bad_payload_writes_nothing(tmp_path: Path) -> None:
