@@ -163,11 +163,7 @@ class AuditLog:
         The payload must not change until then. A payload without a
         canonical form is logged and left out when the entries are written.
         """
-        self._writable()
-        if not isinstance(type, str) or not type:
-            raise ValueError("invalid audit event type")
-        ts_ms = time.time_ns() // 1_000_000 if ts is None else _ts_ms(ts)
-        self._kept.append((type, payload, ts_ms))
+        self._kept.append((type, payload, self._stamp(type, ts)))
 
     def append(self, type: str, payload: Mapping[str, object], ts: float | None = None) -> str:
         """Write one entry, after any kept ones, and return its entryHash.
@@ -176,10 +172,7 @@ class AuditLog:
         milliseconds. Raises ``CanonicalError`` for a payload without a
         canonical form, before anything is written.
         """
-        self._writable()
-        if not isinstance(type, str) or not type:
-            raise ValueError("invalid audit event type")
-        ts_ms = time.time_ns() // 1_000_000 if ts is None else _ts_ms(ts)
+        ts_ms = self._stamp(type, ts)
         lines, state = self._encode_kept()
         line, state = _encoded(state, type, payload, ts_ms)
         lines.append(line)
@@ -202,6 +195,13 @@ class AuditLog:
             self._kept.clear()
         if lines:
             self._write(lines, state)
+
+    def _stamp(self, type: str, ts: float | None) -> int:
+        """The entry's time in ms, once the log is writable and the type valid."""
+        self._writable()
+        if not isinstance(type, str) or not type:
+            raise ValueError("invalid audit event type")
+        return time.time_ns() // 1_000_000 if ts is None else _ts_ms(ts)
 
     def _writable(self) -> None:
         if self._fd is None:

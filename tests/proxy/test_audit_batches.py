@@ -21,6 +21,7 @@ from gateway.proxy import reverse
 from gateway.proxy.exchange import Exchange
 from gateway.proxy.middleware import Ledger
 from tests.fakes import FakeUpstream
+from tests.observe.test_audit import _counting_writes
 from tests.proxy.test_cohorts import BODY, CHAT, _started, _Together
 
 
@@ -33,14 +34,7 @@ def _ids(data: bytes) -> list[str]:
 async def test_entries_deferred_in_one_turn_are_one_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writes: list[bytes] = []
-    real = audit_mod._write_all
-
-    def counted(fd: int, data: bytes) -> None:
-        writes.append(data)
-        real(fd, data)
-
-    monkeypatch.setattr(audit_mod, "_write_all", counted)
+    writes = _counting_writes(monkeypatch)
     path = tmp_path / "audit.jsonl"
     with AuditLog(path) as log:
         ledger = Ledger(log, Metrics(), frozenset({"openai"}))
