@@ -359,17 +359,15 @@ async def test_team_by_header_and_cidr(make_stack: StackFactory) -> None:
 # -- upstream failures --
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 async def test_upstream_unreachable_502(make_stack: StackFactory) -> None:
-    dead = f"http://127.0.0.1:{_free_port()}"
-    stack: Stack = await make_stack(upstreams={"openai": Upstream(base_url=dead)})
-    status, _, body = await _post(stack, CHAT, json.dumps(_chat("hi")).encode())
+    # The port stays bound, never listening, for the whole test: a port found
+    # free and then released could be handed to a server this test starts (CI
+    # once saw its own fake upstream answer 404 there).
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{held.getsockname()[1]}"
+        stack: Stack = await make_stack(upstreams={"openai": Upstream(base_url=dead)})
+        status, _, body = await _post(stack, CHAT, json.dumps(_chat("hi")).encode())
     assert status == 502
     assert json.loads(body)["error"]["code"] == "upstream_unreachable"
 
