@@ -20,11 +20,9 @@ import re
 import shlex
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 import tomllib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -722,12 +720,6 @@ class _Upstream(http.server.BaseHTTPRequestHandler):
         pass
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 _AGENT = """
 import json, os, sys, urllib.error, urllib.request
 key = os.environ["OPENAI_API_KEY"]
@@ -765,9 +757,11 @@ def test_an_agent_with_the_compose_environment_reaches_its_upstream_only_through
     config = app / "config"
     shutil.copytree(COMPOSE.parent / source, config)
     data = yaml.safe_load((config / "gateway.yaml").read_text())
-    proxy_port = _free_port()
     data["listen"]["port"] = 0
-    data["forward_proxy"]["listen"] = {"host": "127.0.0.1", "port": proxy_port}
+    # Port 0 and the port read from the gateway's output: a port found free
+    # and released before the gateway binds it could be taken meanwhile.
+    data["forward_proxy"]["listen"] = {"host": "127.0.0.1", "port": 0}
+    proxy_port = 0
     data["admin"]["listen"]["port"] = 0
     data["upstreams"]["openai"]["base_url"] = f"http://127.0.0.1:{upstream.server_port}"
     (config / "gateway.yaml").write_text(yaml.safe_dump(data))
@@ -816,11 +810,11 @@ def test_an_agent_with_the_compose_environment_reaches_its_upstream_only_through
         assert serve.stdout is not None
         line = serve.stdout.readline()
         assert "listening on http://" in line, line
-        for _ in range(100):
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", proxy_port)) == 0:
-                    break
-            time.sleep(0.05)
+        forward = "reefgate forward proxy listening on "
+        while not line.startswith(forward):
+            line = serve.stdout.readline()
+            assert line, "the gateway stopped before its forward proxy listened"
+        proxy_port = int(line.removeprefix(forward).split()[0].rsplit(":", 1)[1])
         agent_env = {**base_env, **{k: local(str(v)) for k, v in agent["environment"].items()}}
         ran = subprocess.run(
             [sys.executable, "-c", _AGENT],
