@@ -126,9 +126,6 @@ from gateway.guard.detectors.injection.text import (
     _MIXED_SCRIPT as _MIXED_SCRIPT,
 )
 from gateway.guard.detectors.injection.text import (
-    _U_ESCAPE as _U_ESCAPE,
-)
-from gateway.guard.detectors.injection.text import (
     _WORD as _WORD,
 )
 from gateway.guard.detectors.injection.text import (
@@ -177,7 +174,6 @@ _PATTERNS = (
     _TAG_RUN,
     _TEMPLATE_OTHER,
     _TEMPLATE_SYSTEM,
-    _U_ESCAPE,
     _WORD,
     _ZW_RUN,
     _ZW_SPLIT,
