@@ -18,7 +18,8 @@ equivalent of one scan of the text, and if anything flatters detect-secrets.
 
 Also shown, without a target: the embedded injection detector
 (`injection.assess`) on the clean text in 4 KB pieces, since the gateway runs
-it on every new tool result.
+it on every new tool result, and on the same pieces as JSON tool output
+(`{"stdout": ..., "exit_code": 0}`), whose escapes it undoes first.
 
 MB here is 10^6 characters (the corpora are ASCII, so also bytes).
 """
@@ -26,6 +27,7 @@ MB here is 10^6 characters (the corpora are ASCII, so also bytes).
 from __future__ import annotations
 
 import functools
+import json
 import random
 import time
 from collections.abc import Callable, Sequence
@@ -181,6 +183,11 @@ def main(argv: Sequence[str]) -> int:
     pieces = [clean[i : i + 4096] for i in range(0, len(clean), 4096)]
     inj_seconds, _ = _time(lambda: sum(1 for p in pieces if injection.assess(p).decision), 1)
     inj_mb_s = len(clean) / MB / inj_seconds
+    # Tool results often arrive as JSON (a command's output in a string
+    # member): the detector then reads the text with its escapes undone.
+    wrapped = [json.dumps({"stdout": p, "exit_code": 0}) for p in pieces]
+    inj_json_seconds, _ = _time(lambda: sum(1 for p in wrapped if injection.assess(p).decision), 1)
+    inj_json_mb_s = sum(map(len, wrapped)) / MB / inj_json_seconds
 
     clean_mb_s = results["clean"]["reefgate_mb_s"]
     vs = results["clean"]["vs_detect_secrets"]
@@ -232,6 +239,11 @@ def main(argv: Sequence[str]) -> int:
             [
                 ["secrets.scan alone, no unwrapping", "(i) clean mixed text", bare_mb_s],
                 ["injection.assess, 4 KB pieces", "(i) clean mixed text", inj_mb_s],
+                [
+                    "injection.assess, 4 KB pieces as JSON tool output",
+                    "(i) clean mixed text",
+                    inj_json_mb_s,
+                ],
             ],
             digits=3,
         ),
@@ -252,6 +264,7 @@ def main(argv: Sequence[str]) -> int:
         "conversation_mb_s": results["conversation"]["reefgate_mb_s"],
         "scan_alone_mb_s": clean_number(bare_mb_s, 3),
         "injection_assess_mb_s": clean_number(inj_mb_s, 3),
+        "injection_assess_json_mb_s": clean_number(inj_json_mb_s, 3),
         "detect_secrets_version": ds_version if ds is not None else None,
         "corpora": results,
         "targets": [
