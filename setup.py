@@ -30,13 +30,12 @@ from setuptools.command.build_ext import build_ext
 # methods tests and `bench/ablated.py` replace at run time (a compiled
 # caller would not see the replacement: `floor`, `detectors/builtin`), the
 # protocol in `detectors/base`, and modules that mypyc does not compile
-# (exceptions subclassing builtins other than the few it takes). The
-# middlewares are marked new-style on partials of them (`_new_style`):
-# aiohttp's decorator sets an attribute, which a compiled function has no
-# room for. The proxy handler reaches the guard through a
-# protocol (`reverse.Checks`) and the body's parser through a module
-# attribute (`reverse.request_segments`), so its calls go by name and the
-# ablation's replacements take effect.
+# (exceptions subclassing builtins other than the few it takes), and
+# `proxy/entrance`, whose route handlers aiohttp takes only as coroutine
+# functions, which a compiled function is not. The proxy handler reaches
+# the guard through a protocol (`reverse.Checks`) and the body's parser
+# through a module attribute (`reverse.request_segments`), so its calls go
+# by name and the ablation's replacements take effect.
 TYPED = [
     "gateway/config/teams.py",
     "gateway/guard/allowances.py",

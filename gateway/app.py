@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,7 +31,8 @@ from gateway.observe.metrics import CONTENT_TYPE_LATEST, Metrics
 from gateway.peer import endpoint as reef_endpoint
 from gateway.proxy import forward
 from gateway.proxy.a2a import A2AProxy
-from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
+from gateway.proxy.entrance import exchange_route
+from gateway.proxy.middleware import LEDGER, Ledger
 from gateway.proxy.reverse import ReverseProxy
 from gateway.review.gate import Gate, Reviews
 from gateway.review.store import StoreError
@@ -271,12 +272,15 @@ async def _metrics(request: web.Request) -> web.Response:
     return resp
 
 
-async def _proxy(request: web.Request) -> web.StreamResponse:
-    return await request.app[PROXY].handle(request)
+# The exchange routes' handlers return the handler's coroutine rather than
+# await it: a coroutine of their own would be one more interpreted frame to
+# resume at each of the request's turns of the event loop.
+def _proxy(request: web.Request) -> Awaitable[web.StreamResponse]:
+    return request.app[PROXY].handle(request)
 
 
-async def _a2a(request: web.Request) -> web.StreamResponse:
-    return await request.app[A2A].handle(request)
+def _a2a(request: web.Request) -> Awaitable[web.StreamResponse]:
+    return request.app[A2A].handle(request)
 
 
 async def _expect(request: web.Request) -> None:
@@ -288,9 +292,7 @@ async def _expect(request: web.Request) -> None:
 
 
 def make_app(config: LoadedConfig, *, worker: int = 0) -> web.Application:
-    app = web.Application(
-        client_max_size=config.gateway.limits.max_body_bytes, middlewares=MIDDLEWARES
-    )
+    app = web.Application(client_max_size=config.gateway.limits.max_body_bytes)
     app[CONFIG] = config
     app[WORKER] = worker
     app[ON_RELOAD] = []
@@ -304,7 +306,10 @@ def make_app(config: LoadedConfig, *, worker: int = 0) -> web.Application:
     # The Reef endpoint's local API (/reef/v1/...) and its inbound pull task.
     reef_endpoint.install(app)
     # Agent-to-agent traffic (A2A) is matched before the LLM upstreams' catch-all.
-    app.router.add_route("*", "/a2a/{peer}{tail:(/.*)?}", _a2a, name="a2a")
-    app.router.add_route("*", "/a2a-in{tail:(/.*)?}", _a2a, name="a2a_in")
-    app.router.add_route("*", "/{tail:.*}", _proxy, name="proxy", expect_handler=_expect)
+    a2a = exchange_route(app, _a2a)
+    app.router.add_route("*", "/a2a/{peer}{tail:(/.*)?}", a2a, name="a2a")
+    app.router.add_route("*", "/a2a-in{tail:(/.*)?}", a2a, name="a2a_in")
+    app.router.add_route(
+        "*", "/{tail:.*}", exchange_route(app, _proxy), name="proxy", expect_handler=_expect
+    )
     return app

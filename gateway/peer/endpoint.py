@@ -71,6 +71,7 @@ from gateway.peer.replay import Binding, ReplayStore
 from gateway.peer.replay_sqlite import SQLiteReplayStore
 from gateway.peer.requests import DeviceRequestSigner
 from gateway.peer.state import PEERS, Pins, StateError, audit_key, load_identity, load_pins
+from gateway.proxy.entrance import exchange_route
 from gateway.proxy.exchange import Exchange, Phase
 from gateway.proxy.middleware import EXCHANGE, LEDGER
 from gateway.review.gate import Gate, ReviewCapacity
@@ -850,6 +851,6 @@ async def _lifetime(app: web.Application) -> AsyncIterator[None]:
 
 def install(app: web.Application) -> None:
     """The local API's routes (before the proxy's catch-all) and the endpoint's lifetime."""
-    app.router.add_post("/reef/v1/send", _send, name="reef_send")
-    app.router.add_get("/reef/v1/inbox", _inbox, name="reef_inbox")
+    app.router.add_post("/reef/v1/send", exchange_route(app, _send), name="reef_send")
+    app.router.add_get("/reef/v1/inbox", exchange_route(app, _inbox), name="reef_inbox")
     app.cleanup_ctx.append(_lifetime)

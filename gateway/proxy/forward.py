@@ -5,7 +5,7 @@ A connection's first request decides what it becomes:
 - ``CONNECT host:port`` to a host in ``forward_proxy.intercept``: the gateway
   answers 200, terminates TLS with a leaf certificate for that host from its
   own CA, and hands the decrypted connection to the same aiohttp handler,
-  middlewares and reverse proxy as the agent listener, bound to that host's
+  exchange steps and reverse proxy as the agent listener, bound to that host's
   upstream. Every request inside takes the reverse proxy's path: same checks,
   decisions, audit.
 - ``CONNECT`` to any other host: with ``egress: tunnel`` and the host in
@@ -36,8 +36,9 @@ from gateway.config.models import ForwardProxy as Settings
 from gateway.guard.floor import shown
 from gateway.observe.metrics import Metrics
 from gateway.proxy.certs import Authority, ensure_ca
+from gateway.proxy.entrance import exchange_route
 from gateway.proxy.exchange import ms
-from gateway.proxy.middleware import LEDGER, MIDDLEWARES, Ledger
+from gateway.proxy.middleware import LEDGER, Ledger
 from gateway.proxy.server import GatewayRunner, tunnel_protocol
 from gateway.proxy.upstream import HOP_BY_HOP, response_headers
 
@@ -446,7 +447,7 @@ async def running(
     """The forward proxy listening, for as long as the context lasts.
 
     Inside a tunnel the connection is served by an app with the agent
-    listener's middlewares and one route to ``handle`` (the reverse proxy):
+    listener's exchange steps and one route to ``handle`` (the reverse proxy):
     the same pipeline, and none of the gateway's own endpoints.
     """
     authority = Authority(
@@ -454,10 +455,14 @@ async def running(
         validity_hours=settings.leaf_validity_hours,
         cache_size=settings.leaf_cache_size,
     )
-    tunnel_app = web.Application(client_max_size=client_max_size, middlewares=MIDDLEWARES)
+    tunnel_app = web.Application(client_max_size=client_max_size)
     tunnel_app[LEDGER] = ledger
     tunnel_app.router.add_route(
-        "*", "/{tail:.*}", handle, name="proxy", expect_handler=expect_handler
+        "*",
+        "/{tail:.*}",
+        exchange_route(tunnel_app, handle),
+        name="proxy",
+        expect_handler=expect_handler,
     )
     tunnels = GatewayRunner(tunnel_app)
     await tunnels.setup()

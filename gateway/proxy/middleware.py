@@ -1,18 +1,19 @@
-"""What every proxied request goes through, kept out of the handlers.
+"""What every exchange goes through, kept out of the handlers.
 
-Three aiohttp middlewares, outermost first:
+Three steps, outermost first, in `serve_exchange` (routes take it through
+`gateway.proxy.entrance.exchange_route`; the gateway's own endpoints do not):
 
-- ``request_ids``: opens the request's :class:`Exchange`, stamps
+- the request's id: opens the request's :class:`Exchange`, stamps
   ``x-reefgate-request-id`` on its answer and puts the id on every log line
   logged meanwhile (``gateway.observe.logs.REQUEST_ID``);
-- ``audit_entries``: refuses requests while the audit log cannot be written
+- its audit entry: refuses requests while the audit log cannot be written
   (what cannot be audited is not forwarded) and writes each request's entry
   when it ends, however it ends, before its answer leaves (a streamed
   answer's entry, once it has); the entries of requests that end in the
   same turn of the event loop go in one write;
-- ``provider_errors``: turns the exceptions of the steps (bad input, a
-  refusal, an upstream failure, a bug) into an answer in the provider's own
-  error shape, and records on the exchange what happened.
+- its errors: turns the exceptions of the steps (bad input, a refusal, an
+  upstream failure, a bug) into an answer in the provider's own error shape,
+  and records on the exchange what happened.
 
 A handler behind them only resolves, reads, inspects and forwards.
 """
@@ -20,14 +21,12 @@ A handler behind them only resolves, reads, inspects and forwards.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 
 from gateway.errors import Held, Refused, RequestError, RequestTimeout, UpstreamError
 from gateway.guard.decision import Decision
@@ -40,8 +39,6 @@ from gateway.wire.errors import Flavor, error_body
 log = logging.getLogger("reefgate.access")
 
 EXCHANGE = web.RequestKey("exchange", Exchange)
-# Routes whose requests are exchanges; the gateway's own endpoints are not.
-EXCHANGE_ROUTES = frozenset({"proxy", "a2a", "a2a_in", "reef_send", "reef_inbox"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -203,15 +200,22 @@ def held(exchange: Exchange, review_id: str, reason: str) -> web.Response:
     return response
 
 
-async def request_ids(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.match_info.route.name not in EXCHANGE_ROUTES:
-        return await handler(request)
-    exchange = request[EXCHANGE] = request.app[LEDGER].open(request)
+async def serve_exchange(
+    request: web.Request, ledger: Ledger, handler: Handler
+) -> web.StreamResponse:
+    """One exchange through its three steps (see the module's doc) to ``handler``.
+
+    Outermost first: the request's id, its audit entry, its errors in the
+    provider's shape. Each step gets the exchange and the ledger from its
+    caller rather than from the request's mapping.
+    """
+    exchange = ledger.open(request)
+    request[EXCHANGE] = exchange
     # Every line logged while the request is handled carries its id, from
     # the tasks it starts too (they copy the context).
     token = REQUEST_ID.set(exchange.request_id)
     try:
-        response = await handler(request)
+        response = await _audited(request, exchange, ledger, handler)
     finally:
         REQUEST_ID.reset(token)
     if not response.prepared:
@@ -220,11 +224,9 @@ async def request_ids(request: web.Request, handler: Handler) -> web.StreamRespo
     return response
 
 
-async def audit_entries(request: web.Request, handler: Handler) -> web.StreamResponse:
-    exchange = request.get(EXCHANGE)
-    if exchange is None:
-        return await handler(request)
-    ledger = request.app[LEDGER]
+async def _audited(
+    request: web.Request, exchange: Exchange, ledger: Ledger, handler: Handler
+) -> web.StreamResponse:
     if not ledger.writable():
         log.error("refused %s: the audit log cannot be written", exchange.request_id)
         exchange.error = "audit_unavailable"
@@ -238,7 +240,7 @@ async def audit_entries(request: web.Request, handler: Handler) -> web.StreamRes
     ledger.in_flight += 1
     deferred = False
     try:
-        response = await handler(request)
+        response = await _answered(request, exchange, handler)
     finally:
         ledger.in_flight -= 1
         # With other requests in flight, their entries and this one likely
@@ -254,10 +256,9 @@ async def audit_entries(request: web.Request, handler: Handler) -> web.StreamRes
     return response
 
 
-async def provider_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
-    exchange = request.get(EXCHANGE)
-    if exchange is None:
-        return await handler(request)
+async def _answered(
+    request: web.Request, exchange: Exchange, handler: Handler
+) -> web.StreamResponse:
     try:
         return await handler(request)
     except Refused as exc:
@@ -298,14 +299,3 @@ async def provider_errors(request: web.Request, handler: Handler) -> web.StreamR
         return error_response(
             exchange.flavor, 500, "reefgate failed to handle this request", "internal_error"
         )
-
-
-def _new_style(middleware: Middleware) -> Middleware:
-    # aiohttp takes a middleware as new-style by an attribute on it, which
-    # `web.middleware` sets; a function compiled by mypyc has no attributes
-    # to set, and a partial of it has.
-    marked: Middleware = web.middleware(functools.partial(middleware))
-    return marked
-
-
-MIDDLEWARES = tuple(map(_new_style, (request_ids, audit_entries, provider_errors)))
