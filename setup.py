@@ -60,6 +60,7 @@ TYPED = [
     "gateway/proxy/middleware.py",
     "gateway/proxy/relay.py",
     "gateway/proxy/reverse.py",
+    "gateway/proxy/turns.py",
     "gateway/proxy/upstream.py",
     "gateway/wire/body.py",
     "gateway/wire/content.py",

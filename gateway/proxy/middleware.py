@@ -34,6 +34,7 @@ from gateway.observe.audit import AuditLog
 from gateway.observe.logs import REQUEST_ID, log_failure
 from gateway.observe.metrics import NO_TEAM, Metrics
 from gateway.proxy.exchange import Exchange, Phase
+from gateway.proxy.turns import TURN
 from gateway.wire.errors import Flavor, error_body
 
 log = logging.getLogger("reefgate.access")
@@ -252,7 +253,7 @@ async def _audited(
     if deferred and not response.prepared:
         # The write was scheduled before this turn: the answer leaves after
         # it. (A streamed answer has left already; its entry follows it.)
-        await asyncio.sleep(0)
+        await TURN
     return response
 
 

@@ -56,6 +56,7 @@ from gateway.proxy.relay import (
     relay_raw,
     relay_stream,
 )
+from gateway.proxy.turns import TURN
 from gateway.proxy.upstream import (
     add_custody,
     header_segments,
@@ -330,7 +331,7 @@ class ReverseProxy:
         pay the turn of the event loop a yield costs.
         """
         if self._in_flight > 1:
-            await asyncio.sleep(0)
+            await TURN
 
     # -- resolve: upstream, team, path --
 
