@@ -31,6 +31,11 @@ class Segment:
     ``path`` locates it in the JSON (``messages[2].content[0].text``),
     ``index`` is the message/item index when there is one, so errors can say
     where a secret was without quoting it.
+
+    Never changed once made: the segments of a request's repeated parts (its
+    headers, a tool call's arguments) are kept and shared by the requests
+    that send them again. A walk that places another walk's segments
+    elsewhere makes new ones.
     """
 
     path: str

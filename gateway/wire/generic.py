@@ -441,11 +441,18 @@ def add_nested(
     """
     if len(out) + len(inner) > MAX_SEGMENTS:
         raise too_many()
+    # New segments: the inner ones may be shared (see `Segment`).
     for segment in inner:
-        segment.path = prefix + segment.path if segment.path != "$" else prefix.rstrip(".")
-        if segment.index is None:
-            segment.index = index
-    out.extend(inner)
+        out.append(
+            Segment(
+                prefix + segment.path if segment.path != "$" else prefix.rstrip("."),
+                segment.role,
+                segment.text,
+                segment.trust,
+                index if segment.index is None else segment.index,
+                segment.expected,
+            )
+        )
 
 
 def add_opaque(out: list[Segment], value: str, path: str, role: str, index: int | None) -> None:
@@ -569,9 +576,24 @@ def add_arguments(
     in one segment: a token split across two arguments is whole there.
     """
     if isinstance(value, str):
+        key = (value, path, role, trust, index)
+        kept = _CALLS.get(key)
+        if kept is not None and len(out) + len(kept) <= MAX_SEGMENTS:
+            out.extend(kept)
+            return
+        start = len(out)
         add_text(out, value, path, role, trust, index)
-        if value[:1] in _JSON_HEADS and len(value) <= _EMBEDDED_MAX:
+        embedded = value[:1] in _JSON_HEADS and len(value) <= _EMBEDDED_MAX
+        if embedded:
             _embedded_once(out, value, path, role, trust, index, leaves=True)
+        # Kept when what it made depends on the string alone: its JSON, if
+        # any, was read into a recipe (see `_embedded_once`).
+        if (
+            kept is None
+            and len(value) <= _CACHED_TEXT_MAX
+            and (not embedded or (value, trust, True) in _RECIPES)
+        ):
+            _keep_call(key, tuple(out[start:]))
         return
     strings: list[str] = []
     if isinstance(value, dict):
@@ -600,6 +622,25 @@ _CACHED_TEXT_MAX = 8192
 _CACHED_NESTING_MAX = 100
 _CACHE_CHARS_MAX = 4_000_000
 _cached_chars = 0
+
+
+# A tool call's arguments in a string, at their place (path, role, trust,
+# message): the segments they make, kept whole. A conversation resends its
+# tool calls on every request; from the second, their segments are the same
+# objects, without a path built or a Segment made. Shared between requests,
+# so nothing may change one. Bounded as the recipes are.
+_CALLS: dict[tuple[str, str, str, Trust, int | None], tuple[Segment, ...]] = {}
+_calls_chars = 0
+
+
+def _keep_call(key: tuple[str, str, str, Trust, int | None], made: tuple[Segment, ...]) -> None:
+    global _calls_chars
+    size = len(key[0]) + len(key[1]) + sum(len(s.path) + len(s.text) for s in made)
+    if _calls_chars + size > _CACHE_CHARS_MAX:
+        _CALLS.clear()
+        _calls_chars = 0
+    _CALLS[key] = made
+    _calls_chars += size
 
 
 def _embedded_once(

@@ -112,10 +112,11 @@ def _thread(value: object, out: list[Segment], prefix: str = "") -> None:
     if not isinstance(value, dict):
         walk_free(value, prefix.rstrip("."), ROLE_UNKNOWN, UNTRUSTED, None, out, 2)
         return
-    inner = _THREAD_REQUEST.segments(value)
-    for segment in inner:
-        segment.path = prefix + segment.path
-    out.extend(inner)
+    # New segments under the prefix: the walk's own may be shared (see `Segment`).
+    out.extend(
+        Segment(prefix + s.path, s.role, s.text, s.trust, s.index, s.expected)
+        for s in _THREAD_REQUEST.segments(value)
+    )
 
 
 def _nested_thread(value: object, out: list[Segment]) -> None:

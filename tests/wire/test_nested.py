@@ -343,3 +343,38 @@ def test_the_segment_bound_holds_across_lines(monkeypatch: pytest.MonkeyPatch) -
     assert len(nested.file_segments(line + "\n" + line, "f", 0)) == 10
     with pytest.raises(PayloadError, match="more than 10"):
         nested.file_segments("\n".join([line] * 3), "f", 0)
+
+
+def test_a_kept_tool_call_is_placed_elsewhere_as_new_segments() -> None:
+    """A resent tool call's segments are the ones made the first time (kept and
+    shared); a file that holds the same conversation places copies of them, and
+    the kept ones keep their paths."""
+    from gateway.wire import openai_chat
+
+    arguments = json.dumps({"path": "src/", "pattern": "end_value"})
+    call = {
+        "id": "call_9",
+        "type": "function",
+        "function": {"name": "grep", "arguments": arguments},
+    }
+    message = {"role": "assistant", "content": None, "tool_calls": [call]}
+    body = {"model": "gpt-4o-mini", "messages": [message]}
+    first = openai_chat.segments(json.loads(json.dumps(body)))
+    again = openai_chat.segments(json.loads(json.dumps(body)))
+    kept = [s for s in first if ".function.arguments" in s.path]
+    assert kept
+    assert all(any(s is t for t in again) for s in kept)
+    places = [(s.path, s.index) for s in kept]
+
+    batch = json.dumps(
+        {"custom_id": "r", "method": "POST", "url": "/v1/chat/completions", "body": body}
+    )
+    preference = json.dumps({"input": {"messages": [message]}, "preferred_output": [message]})
+    for line in (batch, preference):
+        placed = nested.file_segments(line, "file", 3)
+        moved = [s for s in placed if ".function.arguments" in s.path]
+        assert moved and all(s.path.startswith("file.") for s in moved)
+    assert [(s.path, s.index) for s in kept] == places
+    assert [(s.path, s.index) for s in openai_chat.segments(body)] == [
+        (s.path, s.index) for s in first
+    ]
