@@ -47,6 +47,10 @@ class Segment:
     # upstream in its credential header. Any other finding in it still denies.
     expected: frozenset[str] = frozenset()
 
+    def moved(self, path: str, index: int | None) -> Segment:
+        """This segment's text at another place: a new segment, since this one may be shared."""
+        return Segment(path, self.role, self.text, self.trust, index, self.expected)
+
     def where(self) -> str:
         if self.index is None:
             return f"{self.path} (role {self.role})"

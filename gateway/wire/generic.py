@@ -433,24 +433,27 @@ def _strings(value: object, into: list[str], depth: int, *, with_keys: bool) -> 
 
 
 def add_nested(
-    out: list[Segment], inner: list[Segment], prefix: str, index: int | None = None
+    out: list[Segment],
+    inner: list[Segment],
+    prefix: str,
+    index: int | None = None,
+    *,
+    strip: str = "",
 ) -> None:
-    """The segments of a request inside this one, their paths under ``prefix``.
+    """The segments of a request inside this one, their paths under ``prefix``
+    (``strip`` taken off their heads first).
 
-    ``index``, when given, stands in for an inner segment that has none.
+    ``index``, when given, stands in for an inner segment that has none. The
+    inner segments may be shared (see `Segment`): these are new ones.
     """
     if len(out) + len(inner) > MAX_SEGMENTS:
         raise too_many()
-    # New segments: the inner ones may be shared (see `Segment`).
     for segment in inner:
+        path = segment.path.removeprefix(strip) if strip else segment.path
         out.append(
-            Segment(
-                prefix + segment.path if segment.path != "$" else prefix.rstrip("."),
-                segment.role,
-                segment.text,
-                segment.trust,
+            segment.moved(
+                prefix + path if path != "$" else prefix.rstrip("."),
                 index if segment.index is None else segment.index,
-                segment.expected,
             )
         )
 

@@ -93,15 +93,6 @@ def _batch_request(line: dict[str, object]) -> list[Segment]:
     return out
 
 
-def _renamed(inner: list[Segment], old: str, new: str) -> list[Segment]:
-    """``inner`` with the head ``old`` of each path read as ``new``, as new segments
-    (the walk's own may be shared: see `Segment`)."""
-    return [
-        Segment(new + s.path.removeprefix(old), s.role, s.text, s.trust, s.index, s.expected)
-        for s in inner
-    ]
-
-
 def _preference(line: dict[str, object]) -> list[Segment]:
     out: list[Segment] = []
     for key, value in line.items():
@@ -110,7 +101,7 @@ def _preference(line: dict[str, object]) -> list[Segment]:
         elif key in _PREFERENCE_OUTPUTS and isinstance(value, list):
             # Assistant messages, read as a conversation's.
             inner = openai_chat.segments({"messages": value})
-            add_nested(out, _renamed(inner, "messages", key), "")
+            add_nested(out, inner, key, strip="messages")
         else:
             add_nested(out, generic.segments({key: value}), "")
     return out

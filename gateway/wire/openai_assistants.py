@@ -113,10 +113,7 @@ def _thread(value: object, out: list[Segment], prefix: str = "") -> None:
         walk_free(value, prefix.rstrip("."), ROLE_UNKNOWN, UNTRUSTED, None, out, 2)
         return
     # New segments under the prefix: the walk's own may be shared (see `Segment`).
-    out.extend(
-        Segment(prefix + s.path, s.role, s.text, s.trust, s.index, s.expected)
-        for s in _THREAD_REQUEST.segments(value)
-    )
+    out.extend(s.moved(prefix + s.path, s.index) for s in _THREAD_REQUEST.segments(value))
 
 
 def _nested_thread(value: object, out: list[Segment]) -> None:
