@@ -44,6 +44,7 @@ TYPED = [
     "gateway/guard/findings.py",
     "gateway/guard/pipeline.py",
     "gateway/guard/verdict.py",
+    "gateway/guard/detectors/builtin.py",
     "gateway/guard/detectors/injection/assess.py",
     "gateway/guard/detectors/injection/decoders.py",
     "gateway/guard/detectors/injection/gates.py",

@@ -77,6 +77,11 @@ class TeamResolver:
         self._by_cidr = tuple(by_cidr)
         self._by_remote: dict[str, TeamMatch | None] = {}
 
+    @property
+    def reads_remote(self) -> bool:
+        """Whether `resolve` looks at the client's address (a team matches by CIDR)."""
+        return bool(self._by_cidr)
+
     @classmethod
     def of(cls, config: LoadedConfig) -> TeamResolver:
         """The resolver of `config`, built on its first use and kept with it."""

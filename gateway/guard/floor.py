@@ -11,12 +11,13 @@ the fingerprints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 
 from gateway.guard.decision import Action
 from gateway.guard.detectors import unwrap
 from gateway.guard.detectors.base import Detector, Scope
-from gateway.guard.detectors.builtin import SECRETS
+from gateway.guard.detectors.builtin import SECRETS, SecretRules
 from gateway.guard.detectors.custom import CustomRules
 from gateway.guard.findings import Finding
 
@@ -24,27 +25,26 @@ from gateway.guard.findings import Finding
 class Floor:
     """A team's detectors of scope `EVERY`, run as one scan inside one unwrap pass."""
 
-    __slots__ = ("_actions", "_custom", "_scans", "key")
+    __slots__ = ("_actions", "_custom", "_scan", "key")
 
     def __init__(self, detectors: Sequence[Detector] = (SECRETS,)) -> None:
         every = [d for d in detectors if d.scope is Scope.EVERY]
-        self._scans = [d.inspect for d in every]
         self._custom = [d for d in every if isinstance(d, CustomRules)]
+        # The unwrap pass calls the scan once per view of every text: a lone
+        # detector whose findings are known to be a list is called as is,
+        # without a Python frame around it each time.
+        lone = every[0] if len(every) == 1 else None
+        self._scan: Callable[[str], list[Finding]]
+        if isinstance(lone, SecretRules | CustomRules):
+            self._scan = lone.inspect
+        else:
+            self._scan = partial(_scan_all, tuple(d.inspect for d in every))
         # Built-in kinds deny; a custom rule says what its kind does.
         self._actions: dict[str, Action] = {}
         for rules in self._custom:
             self._actions.update(rules.actions)
         # Cached results are shared by every team with the same floor.
         self.key: tuple[object, ...] = tuple(rules.key for rules in self._custom)
-
-    def _scan(self, text: str) -> list[Finding]:
-        found: list[Finding] = []
-        for scan in self._scans:
-            result = scan(text)
-            if not isinstance(result, list):
-                raise TypeError("a detector of scope EVERY reports findings")
-            found.extend(result)
-        return found
 
     def find(self, text: str) -> list[tuple[str, str]]:
         """(kind, value) for each finding in ``text`` or in a wrapping of it.
@@ -61,6 +61,16 @@ class Floor:
 
     def action(self, kind: str) -> Action:
         return self._actions.get(kind, "deny")
+
+
+def _scan_all(scans: tuple[Callable[[str], object], ...], text: str) -> list[Finding]:
+    found: list[Finding] = []
+    for scan in scans:
+        result = scan(text)
+        if not isinstance(result, list):
+            raise TypeError("a detector of scope EVERY reports findings")
+        found.extend(result)
+    return found
 
 
 DEFAULT = Floor()

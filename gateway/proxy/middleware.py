@@ -135,15 +135,17 @@ class Ledger:
             # the log can be reopened.
             log_failure(log, "audit write", exc, exchange.request_id)
         # The access line: only what the audit entry shows as is (never the path).
-        log.debug(
-            "request %s: team %s, %s, %s/%s, status %s",
-            exchange.request_id,
-            team,
-            upstream,
-            decision,
-            category,
-            exchange.status,
-        )
+        # Asked first: `debug` asks the same, one Python call deeper.
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "request %s: team %s, %s, %s/%s, status %s",
+                exchange.request_id,
+                team,
+                upstream,
+                decision,
+                category,
+                exchange.status,
+            )
 
     def _flush(self) -> None:
         self._flush_due = False

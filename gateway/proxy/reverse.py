@@ -101,7 +101,8 @@ def _check_path(rest: str) -> str:
     The upstream may normalise `..` after we choose an adapter by path, so a
     path with dot segments could be judged as one endpoint and served as another.
     """
-    decoded = unquote(rest)
+    # Without an escape the path is its own decoding (a Python call saved).
+    decoded = unquote(rest) if "%" in rest else rest
     for part in decoded.split("/"):
         if part in (".", ".."):
             raise BadRequest(
@@ -344,7 +345,9 @@ class ReverseProxy:
             )
         exchange.route = route
         exchange.flavor = route.flavor
-        match = self._teams.resolve(request.headers, request.remote)
+        # aiohttp works the peer's address out on each read of `remote`.
+        remote = request.remote if self._teams.reads_remote else None
+        match = self._teams.resolve(request.headers, remote)
         if match is None:
             raise Unauthorized("no team matches this request and no default team is configured")
         exchange.team = match

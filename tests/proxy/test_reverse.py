@@ -518,8 +518,9 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
 @pytest.mark.parametrize(
     ("stage", "decision", "category"),
     [
-        # Before the verdict (the path's decoding): nothing was judged, so the
-        # entry must not say allow. After it: the upstream URL's making.
+        # Before the verdict (the decoding of a path with an escape): nothing
+        # was judged, so the entry must not say allow. After it: the upstream
+        # URL's making.
         pytest.param("unquote", "error", "internal_error", id="before-the-verdict"),
         pytest.param("URL", "allow", "none", id="after-the-verdict"),
     ],
@@ -533,7 +534,9 @@ async def test_an_unexpected_error_is_a_provider_shaped_500_and_audited(
         raise RuntimeError(f"{stage} broke")
 
     monkeypatch.setattr(reverse, stage, broken)
-    status, headers, raw = await _post(stack, CHAT, json.dumps(_chat("hello")).encode())
+    # A path with an escape, which only the decoding before the verdict reads.
+    path = CHAT + "%20" if stage == "unquote" else CHAT
+    status, headers, raw = await _post(stack, path, json.dumps(_chat("hello")).encode())
     assert status == 500
     assert headers["Content-Type"].startswith("application/json")
     assert json.loads(raw)["error"]["code"] == "internal_error"

@@ -157,9 +157,13 @@ def _key_spans(findings: list[Finding]) -> list[tuple[int, int]]:
 def find(text: str, scan: Scan) -> list[tuple[str, str]]:
     """(kind, value) for each secret `scan` finds in ``text`` or in a view derived from it."""
     findings = scan(text)
-    if _clean_text(text):
-        return [(f.kind, text[f.start : f.end]) for f in findings]
-    return _walk(text, findings, scan).found
+    if not _clean_text(text):
+        return _walk(text, findings, scan).found
+    # A loop rather than a comprehension, which is a frame of its own.
+    found: list[tuple[str, str]] = []
+    for f in findings:
+        found.append((f.kind, text[f.start : f.end]))
+    return found
 
 
 def _clean(text: str) -> bool:
