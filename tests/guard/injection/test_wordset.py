@@ -121,6 +121,30 @@ def test_one_vocabulary_scans_text_after_text() -> None:
         same(compiled, python, WORDS, sample)
 
 
+def test_unknown_words_that_collide_under_the_plain_hash() -> None:
+    """Words the vocabulary does not know are first counted in a small table
+    under an unkeyed hash, with bounded probes; words made to share one place
+    there, more of them than a probe reads, move the count to the keyed
+    table. The counts are the Python scan's all the same."""
+    slots, probes = _wordset.NEAR_SLOTS, _wordset.NEAR_PROBES
+    place = _wordset.plain_hash(b"c0") % slots
+    colliding: list[str] = []
+    i = 0
+    while len(colliding) < 3 * probes:
+        word = f"c{i}"
+        if _wordset.plain_hash(word.encode()) % slots == place:
+            colliding.append(word)
+        i += 1
+    # Fewer than a probe reads, then more; each word again later in the text.
+    for some in (colliding[: probes - 1], colliding):
+        sample = " ".join(["ignore", *some, "x", *reversed(some), "gpt", *some[::2]])
+        both(WORDS, sample, WEIGHTS, ALIASES)
+    compiled = Vocabulary(WORDS, WEIGHTS, ALIASES)
+    python = text._PyVocabulary(WORDS, WEIGHTS, ALIASES)
+    for sample in [" ".join(colliding), "ignore x", " ".join(colliding[:3]) + " c0 c0"]:
+        same(compiled, python, WORDS, sample)
+
+
 _ASCII_SAMPLES = [
     "",
     "".join(map(chr, range(128))),

@@ -35,6 +35,17 @@ static unsigned char is_word_byte[256];
 #define HASH_BYTES(data, len) ((uint64_t)_Py_HashBytes((data), (len)))
 #endif
 
+/* The words of a text that the vocabulary does not know are counted first
+ * in a small table under the plain hash below, which the scan has already
+ * computed for the vocabulary's index: most texts hold a few dozen such
+ * words. A probe there reads at most NEAR_PROBES slots, so a client who
+ * makes words collide under the plain hash gains nothing: a word that finds
+ * neither itself nor an empty slot within them, or a text with more than
+ * half of NEAR_SLOTS such words, moves the words counted so far to the
+ * SipHash table, which counts the rest of the text. */
+#define NEAR_SLOTS 1024
+#define NEAR_PROBES 8
+
 /* The vocabulary's index takes a plain hash, a fraction of SipHash's cost:
  * FNV-1a over the bytes, then MurmurHash3's finaliser so that the low bits
  * (the slot) and the high bits (the tag) both vary. No client can make a
@@ -42,19 +53,28 @@ static unsigned char is_word_byte[256];
  * probe stops at the first empty slot, so no lookup reads more slots than
  * the longest run of filled ones, whatever the word. Most words of a text
  * are in the vocabulary, so only the rest pay for SipHash. */
+#define FNV_BASIS 0xcbf29ce484222325ULL
+#define FNV_PRIME 0x100000001b3ULL
+
 static inline uint64_t
-index_hash(const unsigned char *data, Py_ssize_t len)
+index_finish(uint64_t h)
 {
-    uint64_t h = 0xcbf29ce484222325ULL;
-    for (Py_ssize_t i = 0; i < len; i++) {
-        h = (h ^ data[i]) * 0x100000001b3ULL;
-    }
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
     return h;
+}
+
+static inline uint64_t
+index_hash(const unsigned char *data, Py_ssize_t len)
+{
+    uint64_t h = FNV_BASIS;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        h = (h ^ data[i]) * FNV_PRIME;
+    }
+    return index_finish(h);
 }
 
 /* The words of the text being read: open addressing with linear probing;
@@ -89,6 +109,23 @@ table_find(const Table *t, uint64_t hash, const unsigned char *data, Py_ssize_t 
     }
 }
 
+/* The slot of the word, or an empty one for it, within NEAR_PROBES of its
+ * place; NULL when there is neither. */
+static Slot *
+table_find_near(const Table *t, uint64_t hash, const unsigned char *data, Py_ssize_t len)
+{
+    size_t i = (size_t)hash & t->mask;
+    for (int k = 0; k < NEAR_PROBES; k++) {
+        Slot *slot = &t->slots[i];
+        if (slot->gen != t->gen
+            || (slot->hash == hash && slot->len == len && memcmp(slot->data, data, len) == 0)) {
+            return slot;
+        }
+        i = (i + 1) & t->mask;
+    }
+    return NULL;
+}
+
 static int
 table_init(Table *t, size_t capacity)
 {
@@ -120,6 +157,27 @@ table_grow(Table *t)
     grown.used = t->used;
     PyMem_Free(t->slots);
     *t = grown;
+    return 0;
+}
+
+/* Every word of `near` moved to `seen` (empty, or holding other words),
+ * and `near` emptied. */
+static int
+near_to_seen(Table *near, Table *seen)
+{
+    for (size_t i = 0; i <= near->mask; i++) {
+        Slot *old = &near->slots[i];
+        if (old->gen != near->gen) {
+            continue;
+        }
+        uint64_t keyed = HASH_BYTES(old->data, old->len);
+        *table_find(seen, keyed, old->data, old->len) = (Slot){keyed, seen->gen, old->data, old->len};
+        if (++seen->used * 2 > seen->mask + 1 && table_grow(seen) < 0) {
+            return -1;
+        }
+    }
+    near->gen++;
+    near->used = 0;
     return 0;
 }
 
@@ -164,7 +222,8 @@ typedef struct {
     uint32_t bytes_used;
     PyObject **objects; /* entry -> its str, for the result set */
     PyObject *words; /* keeps those str objects alive */
-    Table seen; /* the words of the text being read that it does not know */
+    Table near; /* the words of the text being read that it does not know, first */
+    Table seen; /* the same, under SipHash, once `near` cannot take them */
     uint32_t scans; /* 0 never stands for a scan: entries start with it */
 } Vocabulary;
 
@@ -203,6 +262,7 @@ vocabulary_dealloc(Vocabulary *self)
     PyMem_Free(self->entries);
     PyMem_Free(self->bytes);
     PyMem_Free(self->objects);
+    PyMem_Free(self->near.slots);
     PyMem_Free(self->seen.slots);
     Py_XDECREF(self->words);
     Py_TYPE(self)->tp_free((PyObject *)self);
@@ -319,7 +379,8 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->objects = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
     self->bytes = PyMem_Malloc(total + 1);
     if (self->index == NULL || self->entries == NULL || self->objects == NULL
-        || self->bytes == NULL || table_init(&self->seen, SEEN_START) < 0) {
+        || self->bytes == NULL || table_init(&self->seen, SEEN_START) < 0
+        || table_init(&self->near, NEAR_SLOTS) < 0) {
         if (!PyErr_Occurred()) {
             PyErr_NoMemory();
         }
@@ -400,6 +461,10 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     }
     seen->gen++;
     seen->used = 0;
+    Table *near = &self->near;
+    near->gen++;
+    near->used = 0;
+    int in_near = 1;
     if (++self->scans == 0) {
         /* The stamps wrapped: clear them, or a word last seen 2^32 scans ago
          * would count as seen in this one. */
@@ -429,11 +494,14 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             if (i >= n) {
                 break;
             }
+            /* `index_hash`, as the word is read. */
             Py_ssize_t start = i;
+            uint64_t h = FNV_BASIS;
             while (i < n && is_word_byte[s[i]]) {
+                h = (h ^ s[i]) * FNV_PRIME;
                 i++;
             }
-            uint64_t hash = index_hash(s + start, i - start);
+            uint64_t hash = index_finish(h);
             __builtin_prefetch(&self->index[(size_t)hash & self->mask]);
             batch[size++] = (Word){start, i - start, hash};
         }
@@ -467,6 +535,21 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
                 }
                 continue;
             }
+            if (in_near) {
+                Slot *slot = table_find_near(near, hash, word, len);
+                if (slot != NULL && slot->gen == near->gen) {
+                    continue; /* seen before: counted already */
+                }
+                if (slot != NULL && (near->used + 1) * 2 <= near->mask + 1) {
+                    *slot = (Slot){hash, near->gen, word, len};
+                    near->used++;
+                    continue;
+                }
+                if (near_to_seen(near, seen) < 0) {
+                    goto error;
+                }
+                in_near = 0;
+            }
             uint64_t keyed = HASH_BYTES(word, len);
             Slot *slot = table_find(seen, keyed, word, len);
             if (slot->gen == seen->gen) {
@@ -478,7 +561,7 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             }
         }
     }
-    Py_ssize_t distinct = known_words + (Py_ssize_t)seen->used;
+    Py_ssize_t distinct = known_words + (Py_ssize_t)near->used + (Py_ssize_t)seen->used;
     if (seen->mask + 1 > SEEN_KEEP) {
         PyMem_Free(seen->slots);
         if (table_init(seen, SEEN_START) < 0) {
@@ -533,7 +616,24 @@ wordset_lower(PyObject *module, PyObject *text)
     return out;
 }
 
+/* For tests that make words collide in the table of words the vocabulary
+ * does not know. */
+static PyObject *
+wordset_plain_hash(PyObject *module, PyObject *data)
+{
+    if (!PyBytes_Check(data)) {
+        PyErr_SetString(PyExc_TypeError, "plain_hash() takes bytes");
+        return NULL;
+    }
+    return PyLong_FromUnsignedLongLong(
+        index_hash((const unsigned char *)PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data)));
+}
+
 static PyMethodDef wordset_functions[] = {
+    {"plain_hash", (PyCFunction)wordset_plain_hash, METH_O,
+     "plain_hash(data, /)\n--\n\n"
+     "The unkeyed hash of a word's bytes that the vocabulary's index and the\n"
+     "first table of unknown words take."},
     {"lower", (PyCFunction)wordset_lower, METH_O,
      "lower(text, /)\n--\n\n"
      "text.lower() for ASCII text; ValueError for any other."},
@@ -563,6 +663,11 @@ PyInit__wordset(void)
     }
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddIntConstant(module, "NEAR_SLOTS", NEAR_SLOTS) < 0
+        || PyModule_AddIntConstant(module, "NEAR_PROBES", NEAR_PROBES) < 0) {
+        Py_DECREF(module);
         return NULL;
     }
     Py_INCREF(&VocabularyType);

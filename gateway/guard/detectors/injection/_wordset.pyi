@@ -1,6 +1,12 @@
 from collections.abc import Iterable, Mapping
 from collections.abc import Set as AbstractSet
 
+NEAR_SLOTS: int
+NEAR_PROBES: int
+
+def plain_hash(data: bytes, /) -> int: ...
+def lower(text: str, /) -> str: ...
+
 class Vocabulary:
     def __init__(
         self,
