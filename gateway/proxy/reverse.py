@@ -60,6 +60,7 @@ from gateway.proxy.turns import TURN
 from gateway.proxy.upstream import (
     add_custody,
     header_segments,
+    path_segment,
     request_headers,
     response_headers,
 )
@@ -439,7 +440,7 @@ class ReverseProxy:
             encoding = ", ".join(request.headers.getall("Content-Encoding", ()))
             decoded = decode_content(body, encoding, self._limit)
             segments, payload = request_segments(api_path, exchange.query, content_type, decoded)
-            segments.insert(0, Segment("path", "path", api_path, Trust.OPAQUE))
+            segments.insert(0, path_segment(api_path))
             if request.method not in METHODS:
                 # Any token is a method to some parsers, and it goes upstream.
                 segments.append(Segment("method", "path", request.method, Trust.OPAQUE))

@@ -189,5 +189,21 @@ def header_segments(
     return out
 
 
+# The request path's segment, kept by the path the same way.
+_paths: dict[str, Segment] = {}
+
+
+def path_segment(path: str) -> Segment:
+    """The decoded request path, as an opaque segment for the floor; shared like a header's."""
+    segment = _paths.get(path)
+    if segment is None:
+        segment = Segment("path", "path", path, _OPAQUE)
+        if len(path) <= _KEPT_VALUE_CHARS:
+            if len(_paths) >= _SEGMENTS_KEPT:
+                _paths.clear()
+            _paths[path] = segment
+    return segment
+
+
 def response_headers(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
     return _RESPONSE.copy(headers)
