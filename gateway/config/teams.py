@@ -10,11 +10,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
+from typing import Protocol
 
 from gateway.config.loader import LoadedConfig
 from gateway.config.models import Team
 
 IPNetwork = IPv4Network | IPv6Network
+
+
+class Peer(Protocol):
+    """What `TeamResolver.resolve_request` reads of a request (aiohttp's has both)."""
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    @property
+    def remote(self) -> str | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,10 +88,10 @@ class TeamResolver:
         self._by_cidr = tuple(by_cidr)
         self._by_remote: dict[str, TeamMatch | None] = {}
 
-    @property
-    def reads_remote(self) -> bool:
-        """Whether `resolve` looks at the client's address (a team matches by CIDR)."""
-        return bool(self._by_cidr)
+    def resolve_request(self, request: Peer) -> TeamMatch | None:
+        """`resolve` for a request; its address is read only when a team matches by CIDR."""
+        # aiohttp works the peer's address out again on each read of `remote`.
+        return self.resolve(request.headers, request.remote if self._by_cidr else None)
 
     @classmethod
     def of(cls, config: LoadedConfig) -> TeamResolver:

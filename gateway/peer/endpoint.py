@@ -756,7 +756,7 @@ REEF = web.AppKey("reef", ReefEndpoint)
 def _resolve(request: web.Request) -> TeamMatch | None:
     from gateway.app import CONFIG
 
-    return TeamResolver.of(request.app[CONFIG]).resolve(request.headers, request.remote)
+    return TeamResolver.of(request.app[CONFIG]).resolve_request(request)
 
 
 def _routed(

@@ -95,7 +95,7 @@ class A2AProxy:
                 a2a.error(None, a2a.INVALID_REQUEST, "no A2A peer is configured at this path"),
                 status=404,
             )
-        team = self._teams.resolve(request.headers, request.remote)
+        team = self._teams.resolve_request(request)
         if team is None:
             exchange.status = 401
             exchange.error = "no_team"

@@ -346,9 +346,7 @@ class ReverseProxy:
             )
         exchange.route = route
         exchange.flavor = route.flavor
-        # aiohttp works the peer's address out on each read of `remote`.
-        remote = request.remote if self._teams.reads_remote else None
-        match = self._teams.resolve(request.headers, remote)
+        match = self._teams.resolve_request(request)
         if match is None:
             raise Unauthorized("no team matches this request and no default team is configured")
         exchange.team = match
