@@ -5,10 +5,14 @@ Pure functions over headers so they are tested without sockets.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from multidict import CIMultiDict, CIMultiDictProxy
 
 from gateway.config.models import Flavor
 from gateway.wire.base import Segment, Trust
+
+K = TypeVar("K")
 
 # RFC 9110 section 7.6.1 plus the de-facto proxy ones; never forwarded either way.
 HOP_BY_HOP = frozenset(
@@ -180,10 +184,7 @@ def header_segments(
         segment = kept.get(key)
         if segment is None:
             segment = _header_segment(i, name, value, skip, key_kinds)
-            if len(value) <= _KEPT_VALUE_CHARS:
-                if len(kept) >= _SEGMENTS_KEPT:
-                    kept.clear()
-                kept[key] = segment
+            _keep(kept, key, segment, value)
         if segment is not _SKIPPED:
             out.append(segment)
     return out
@@ -198,11 +199,16 @@ def path_segment(path: str) -> Segment:
     segment = _paths.get(path)
     if segment is None:
         segment = Segment("path", "path", path, _OPAQUE)
-        if len(path) <= _KEPT_VALUE_CHARS:
-            if len(_paths) >= _SEGMENTS_KEPT:
-                _paths.clear()
-            _paths[path] = segment
+        _keep(_paths, path, segment, path)
     return segment
+
+
+def _keep(table: dict[K, Segment], key: K, segment: Segment, value: str) -> None:
+    """``segment`` kept under ``key`` unless its value is long; the table starts over when full."""
+    if len(value) <= _KEPT_VALUE_CHARS:
+        if len(table) >= _SEGMENTS_KEPT:
+            table.clear()
+        table[key] = segment
 
 
 def response_headers(headers: CIMultiDictProxy[str]) -> CIMultiDict[str]:
