@@ -28,7 +28,8 @@ from setuptools.command.build_ext import build_ext
 
 # Compiled by mypyc. Left out on purpose: modules whose functions or
 # methods tests and `bench/ablated.py` replace at run time (a compiled
-# caller would not see the replacement: `floor`, `detectors/builtin`), the
+# caller would not see the replacement: `floor`; `detectors/builtin` is
+# compiled and reaches the detectors' functions through their modules), the
 # protocol in `detectors/base`, and modules that mypyc does not compile
 # (exceptions subclassing builtins other than the few it takes), and
 # `proxy/entrance`, whose route handlers aiohttp takes only as coroutine

@@ -7,7 +7,7 @@
  * the model then looks up each distinct word's weight. Here the text's bytes
  * are read once: each word is hashed in place and looked up in the
  * vocabulary's own table; a known word is marked seen on its entry, any other
- * is counted in a table of the words seen; only the
+ * is counted in a table of the words seen (see NEAR_SLOTS); only the
  * vocabulary's str objects (hashes cached) go into the result, and weights
  * (integers, so that the order of the sum cannot change it) are summed once
  * per distinct feature (a word, or the word its alias names).
@@ -51,8 +51,8 @@ static unsigned char is_word_byte[256];
  * (the slot) and the high bits (the tag) both vary. No client can make a
  * lookup long with it: the index is built once, at most half full, and a
  * probe stops at the first empty slot, so no lookup reads more slots than
- * the longest run of filled ones, whatever the word. Most words of a text
- * are in the vocabulary, so only the rest pay for SipHash. */
+ * the longest run of filled ones, whatever the word. Words it does not
+ * know pay for SipHash only when they collide under it (see NEAR_SLOTS). */
 #define FNV_BASIS 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 
