@@ -69,7 +69,10 @@ TYPED = [
     "gateway/wire/generic.py",
     "gateway/wire/jsontext.py",
     "gateway/wire/openai_chat.py",
+    "gateway/wire/replies/base.py",
+    "gateway/wire/replies/chat.py",
     "gateway/wire/routes.py",
+    "gateway/wire/sse.py",
 ]
 # The group's shared library; each module of TYPED gets a small extension
 # that loads its part of it.

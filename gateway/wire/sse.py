@@ -70,8 +70,21 @@ class SSEDecoder:
             if data[0] == 0x0A:
                 start = 1
         block_start = 0
-        for match in _LINE_END.finditer(data, start):
-            end, after = match.span()
+        # The providers end lines with LF alone; without a CR in the data a
+        # byte search finds each end, where the regex tests every byte
+        # against its two first characters.
+        lf_only = b"\r" not in data
+        while True:
+            if lf_only:
+                end = data.find(b"\n", start)
+                if end < 0:
+                    break
+                after = end + 1
+            else:
+                match = _LINE_END.search(data, start)
+                if match is None:
+                    break
+                end, after = match.span()
             if self._tail:
                 line = bytes(self._pending[-self._tail :]) + data[start:end]
                 self._tail = 0
