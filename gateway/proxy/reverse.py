@@ -324,12 +324,12 @@ class ReverseProxy:
         """Let the other requests in flight reach this step first.
 
         Under load, requests that arrived together wait for one another
-        before each of a few steps (parsing, the guard, the send, the
-        answer's check), so that each step runs for all of them back to
-        back. Run one request at a time end to end, every step's code and
-        tables (the parser's, the detectors') are evicted from the CPU
-        caches by the rest of the other requests' paths, and are read again
-        from memory. A lone request has no one to wait for, and does not
+        before each of a few steps (parsing, the secret floor, the
+        injection check, the send, the answer's check), so that each step
+        runs for all of them back to back. Run one request at a time end to
+        end, every step's code and tables (the parser's, the detectors')
+        are evicted from the CPU caches by the rest of the other requests'
+        paths, and are read again from memory. A lone request has no one to wait for, and does not
         pay the turn of the event loop a yield costs.
         """
         if self._in_flight > 1:
@@ -473,6 +473,10 @@ class ReverseProxy:
                     payload if payload is not None else {"sha256": sha256_hex(decoded)},
                     policy.policy_version,
                 )
+                # The floor and the injection check read different tables:
+                # run for the whole cohort one after the other, each stays
+                # in cache from one request to the next.
+                await self._cohort()
                 verdict, review = await self._judge(inspection, policy, reviewed, deadline)
             exchange.advance(Phase.CHECKED)
         except RequestError:

@@ -1,12 +1,14 @@
 """Cohorts: with other requests in flight, the reverse proxy gives the event
-loop a turn before parsing, the guard, the send and the answer's check.
+loop a turn before parsing, the secret floor, the injection check, the send
+and the answer's check.
 
 Under load that turn lets the requests that arrived together reach the same
 step before any of them goes on, so each step's code and tables are read
 once for all of them; `bench instructions --concurrency 50` counts the cache
 misses it saves. Here the order of the steps is checked, and that a lone
 request takes no extra turn: a ticker counts the event loop's turns, and
-the handler's entry, the parse and the send upstream each note theirs.
+the handler's entry, the parse, both checks and the send upstream each note
+theirs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from aiohttp.pytest_plugin import AiohttpServer
 from aiohttp.test_utils import TestServer
 
 from gateway.app import PROXY, make_app
+from gateway.guard.pipeline import Guard
 from gateway.proxy import reverse
 from tests.conftest import build_config
 from tests.fakes import FakeUpstream
@@ -113,7 +116,8 @@ async def _started(
 
 
 def _noting(monkeypatch: pytest.MonkeyPatch, note: Callable[[str], None]) -> None:
-    """Note each parse of a request body and each request sent upstream."""
+    """Note each parse of a request body, each secret floor and injection
+    check, and each request sent upstream."""
     parse = reverse.request_segments
 
     def parsed(*args: Any) -> Any:
@@ -121,6 +125,18 @@ def _noting(monkeypatch: pytest.MonkeyPatch, note: Callable[[str], None]) -> Non
         return parse(*args)
 
     monkeypatch.setattr(reverse, "request_segments", parsed)
+    floor, injection = Guard.inspect, Guard.judge
+
+    async def floored(self: Guard, *args: Any, **kwargs: Any) -> Any:
+        note("floor")
+        return await floor(self, *args, **kwargs)
+
+    async def judged(self: Guard, *args: Any, **kwargs: Any) -> Any:
+        note("injection")
+        return await injection(self, *args, **kwargs)
+
+    monkeypatch.setattr(Guard, "inspect", floored)
+    monkeypatch.setattr(Guard, "judge", judged)
     request = aiohttp.ClientSession.request
 
     def sent(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> Any:
@@ -151,14 +167,17 @@ async def test_a_lone_request_takes_no_extra_turn(
             assert response.headers["x-reefgate-decision"] == "allow"
     assert len(fake.received) == 1
     # The whole body came with the headers: nothing else made it wait.
-    assert seen["entered"] == seen["parsed"] == seen["sent"], seen
+    assert (
+        seen["entered"] == seen["parsed"] == seen["floor"] == seen["injection"] == seen["sent"]
+    ), seen
 
 
 async def test_requests_in_flight_together_are_checked_together(
     aiohttp_server: AiohttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a request in flight, requests that reach the handler together are
-    all parsed, then all checked, before any of them is sent."""
+    all parsed, then all put through the secret floor, then all through the
+    injection check, before any of them is sent."""
     fake = FakeUpstream(delay=0.5)
     order: list[str] = []
     doors: list[_Together] = []
@@ -185,5 +204,6 @@ async def test_requests_in_flight_together_are_checked_together(
         statuses = await asyncio.gather(first, *(post(client) for _ in range(4)))
     assert statuses == [200] * 5
     # One at a time, each would be parsed, checked and sent before the next.
-    assert order == ["parsed", "sent"] + ["parsed"] * 4 + ["sent"] * 4, order
+    each = ["parsed", "floor", "injection", "sent"]
+    assert order == each + [step for step in each for _ in range(4)], order
     assert len(fake.received) == 5
