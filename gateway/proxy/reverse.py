@@ -329,8 +329,8 @@ class ReverseProxy:
         runs for all of them back to back. Run one request at a time end to
         end, every step's code and tables (the parser's, the detectors')
         are evicted from the CPU caches by the rest of the other requests'
-        paths, and are read again from memory. A lone request has no one to wait for, and does not
-        pay the turn of the event loop a yield costs.
+        paths, and are read again from memory. A lone request has no one to
+        wait for, and does not pay the turn of the event loop a yield costs.
         """
         if self._in_flight > 1:
             await TURN
@@ -474,8 +474,9 @@ class ReverseProxy:
                     policy.policy_version,
                 )
                 # The floor and the injection check read different tables:
-                # run for the whole cohort one after the other, each stays
-                # in cache from one request to the next.
+                # with a turn between them the cohort runs every floor, then
+                # every injection check, and each set of tables stays in
+                # cache from one request to the next.
                 await self._cohort()
                 verdict, review = await self._judge(inspection, policy, reviewed, deadline)
             exchange.advance(Phase.CHECKED)
