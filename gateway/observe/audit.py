@@ -163,18 +163,7 @@ class AuditLog:
         The payload must not change until then. A payload without a
         canonical form is logged and left out when the entries are written.
         """
-        if (
-            type.__class__ is str
-            and type
-            and ts is None
-            and self._fd is not None
-            and self._failed is None
-        ):
-            # What `_stamp` checks holds: the time without its two calls.
-            ts_ms = time.time_ns() // 1_000_000
-        else:
-            ts_ms = self._stamp(type, ts)
-        self._kept.append((type, payload, ts_ms))
+        self._kept.append((type, payload, self._stamp(type, ts)))
 
     def append(self, type: str, payload: Mapping[str, object], ts: float | None = None) -> str:
         """Write one entry, after any kept ones, and return its entryHash.

@@ -102,8 +102,7 @@ def _check_path(rest: str) -> str:
     The upstream may normalise `..` after we choose an adapter by path, so a
     path with dot segments could be judged as one endpoint and served as another.
     """
-    # Without an escape the path is its own decoding (a Python call saved).
-    decoded = unquote(rest) if "%" in rest else rest
+    decoded = unquote(rest)
     for part in decoded.split("/"):
         if part in (".", ".."):
             raise BadRequest(
