@@ -183,18 +183,34 @@ near_to_seen(Table *near, Table *seen)
 
 /* What the vocabulary knows of a word. The vocabulary is read for every word
  * of every text, and in a served request mostly from memory rather than
- * cache (the request runs far more code than the scan), so it is kept small:
- * entries are dense, their words' bytes are packed in one block, and the
- * index over them is 32 bits a slot (see `vocabulary_find`). */
+ * cache (the request runs far more code than the scan), so a known word
+ * costs as few cache lines as can be: its index slot (32 bits, see
+ * `vocabulary_find`) and its entry, one aligned line's half, which holds
+ * the bytes of a word of up to INLINE_BYTES (most words of a text). Longer
+ * words' bytes are packed in one block. */
+#define INLINE_BYTES 8
+
 typedef struct {
     uint32_t counted; /* scan number in which this entry's weight was last counted */
     uint32_t seen;    /* scan number in which this entry's word last occurred */
     long long weight; /* of the feature this entry stands for */
     uint32_t feature; /* entry whose weight counts for this word */
-    uint32_t len;
-    uint32_t offset; /* of the word's bytes in `bytes` */
-    uint32_t listed; /* a word of `words` (the others only carry weights and aliases) */
+    uint32_t len : 31;
+    uint32_t listed : 1; /* a word of `words` (the others only carry weights and aliases) */
+    union {
+        unsigned char inline_bytes[INLINE_BYTES]; /* a word of up to INLINE_BYTES */
+        uint32_t offset;                          /* a longer one's, in `bytes` */
+    } word;
 } Entry;
+
+#define ENTRY_ALIGN 32
+_Static_assert(sizeof(Entry) == ENTRY_ALIGN, "an entry is half a cache line");
+
+static inline const unsigned char *
+entry_bytes(const unsigned char *bytes, const Entry *entry)
+{
+    return entry->len <= INLINE_BYTES ? entry->word.inline_bytes : bytes + entry->word.offset;
+}
 
 /* A word of the text being read: where it is, and its index hash. */
 typedef struct {
@@ -216,9 +232,10 @@ typedef struct {
     uint32_t *index;
     size_t mask;
     uint32_t number_mask;
-    Entry *entries;
+    Entry *entries; /* ENTRY_ALIGN-aligned, in `entries_block` */
+    void *entries_block;
     uint32_t count; /* entries in use */
-    unsigned char *bytes; /* every entry's word, back to back */
+    unsigned char *bytes; /* the words longer than INLINE_BYTES, back to back */
     uint32_t bytes_used;
     PyObject **objects; /* entry -> its str, for the result set */
     PyObject *words; /* keeps those str objects alive */
@@ -247,7 +264,8 @@ vocabulary_find(const Vocabulary *self, uint64_t hash, const unsigned char *data
         if ((slot & ~self->number_mask) == tag) {
             Py_ssize_t number = (Py_ssize_t)(slot & self->number_mask) - 1;
             const Entry *entry = &self->entries[number];
-            if ((Py_ssize_t)entry->len == len && memcmp(self->bytes + entry->offset, data, len) == 0) {
+            if ((Py_ssize_t)entry->len == len
+                && memcmp(entry_bytes(self->bytes, entry), data, len) == 0) {
                 return number;
             }
         }
@@ -259,7 +277,7 @@ static void
 vocabulary_dealloc(Vocabulary *self)
 {
     PyMem_Free(self->index);
-    PyMem_Free(self->entries);
+    PyMem_Free(self->entries_block);
     PyMem_Free(self->bytes);
     PyMem_Free(self->objects);
     PyMem_Free(self->near.slots);
@@ -294,10 +312,17 @@ vocabulary_add(Vocabulary *self, PyObject *word)
     }
     uint32_t number = self->count++;
     self->index[i] = hash_tag(self, hash) | (number + 1);
-    memcpy(self->bytes + self->bytes_used, data, len);
-    self->entries[number] = (Entry){0, 0, 0, number, (uint32_t)len, self->bytes_used, 0};
+    Entry *entry = &self->entries[number];
+    *entry = (Entry){.feature = number, .len = (uint32_t)len};
+    if (len <= INLINE_BYTES) {
+        memcpy(entry->word.inline_bytes, data, len);
+    }
+    else {
+        memcpy(self->bytes + self->bytes_used, data, len);
+        entry->word.offset = self->bytes_used;
+        self->bytes_used += (uint32_t)len;
+    }
     self->objects[number] = word;
-    self->bytes_used += (uint32_t)len;
     return number;
 }
 
@@ -356,11 +381,12 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     size_t total = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *word = PyTuple_GET_ITEM(words, i);
-        if (PyUnicode_Check(word) && PyUnicode_IS_ASCII(word)) {
+        if (PyUnicode_Check(word) && PyUnicode_IS_ASCII(word)
+            && PyUnicode_GET_LENGTH(word) > INLINE_BYTES) {
             total += (size_t)PyUnicode_GET_LENGTH(word);
         }
     }
-    if ((uint64_t)n >= (uint64_t)1 << 30 || total > UINT32_MAX) {
+    if ((uint64_t)n >= (uint64_t)1 << 30 || total > INT32_MAX) {
         PyErr_SetString(PyExc_OverflowError, "Vocabulary() holds too many words");
         goto fail;
     }
@@ -375,10 +401,12 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->number_mask = number_mask;
     self->mask = capacity - 1;
     self->index = PyMem_Calloc(capacity, sizeof(uint32_t));
-    self->entries = PyMem_Calloc((size_t)n + 1, sizeof(Entry));
+    self->entries_block = PyMem_Calloc((size_t)n + 2, sizeof(Entry));
+    self->entries = (Entry *)(((uintptr_t)self->entries_block + ENTRY_ALIGN - 1)
+                              & ~(uintptr_t)(ENTRY_ALIGN - 1));
     self->objects = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
     self->bytes = PyMem_Malloc(total + 1);
-    if (self->index == NULL || self->entries == NULL || self->objects == NULL
+    if (self->index == NULL || self->entries_block == NULL || self->objects == NULL
         || self->bytes == NULL || table_init(&self->seen, SEEN_START) < 0
         || table_init(&self->near, NEAR_SLOTS) < 0) {
         if (!PyErr_Occurred()) {
@@ -397,7 +425,7 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             if (is_listed < 0) {
                 goto fail;
             }
-            self->entries[number].listed = (uint32_t)is_listed;
+            self->entries[number].listed = is_listed ? 1 : 0;
         }
     }
     Py_CLEAR(listed);
@@ -480,9 +508,8 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     /* Words are read in batches: each word's index slot is requested from
      * memory when it is hashed, then the entry a matching slot names, and
      * only then is each word looked up, so a batch waits for its misses
-     * together rather than one after another. (The words' bytes, 140 KB for
-     * the model's vocabulary, are mostly in cache; asking for them too was
-     * measured no faster.) */
+     * together rather than one after another. (A short word's bytes are in
+     * its entry; asking for a long one's too was measured no faster.) */
     Word batch[BATCH];
     Py_ssize_t i = 0;
     while (i < n) {
