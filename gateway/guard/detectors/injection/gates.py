@@ -678,13 +678,26 @@ _Compiled = tuple[
 ]
 
 
+def _often(word: str) -> tuple[float, str]:
+    return _PERCENT_OF_TEXTS.get(word, 0.3), word
+
+
 def compiled_ways(ways: Sequence[_Way]) -> tuple[_Compiled, ...]:
-    """The ways as the compiled table takes them: every collection a tuple."""
+    """The ways as the compiled table takes them: every collection a tuple.
+
+    The table stops at a way's first need that fails, so the needs go in the
+    order that finds it soonest (this decides speed only, never what holds):
+    the words that must all occur rarest first, each group's words commonest
+    first, and the groups least likely to hold first.
+    """
     return tuple(
         (
             w.alt,
-            tuple(w.singles),
-            tuple(tuple(ws) for ws in w.any_of),
+            tuple(sorted(w.singles, key=_often)),
+            tuple(
+                tuple(sorted(ws, key=_often, reverse=True))
+                for ws in sorted(w.any_of, key=lambda ws: (_rarity(ws), sorted(ws)))
+            ),
             tuple((tuple(ws), subs) for ws, subs in w.mixed),
         )
         for w in ways
