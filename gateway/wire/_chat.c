@@ -31,10 +31,21 @@
  * object allocated by its type, each slot set to its value (the field
  * default for `expected`). The constructor checks that the type has those
  * slots and refuses anything else.
+ *
+ * The parse memo (jsontext._memo_loads) hands every request that resends a
+ * message the same dict, and the gateway never changes a request's value,
+ * so a message walked here a second time at the same place has the same
+ * segments, which are never changed either and may be shared: they are
+ * kept, in a table of KEPT_SLOTS by the dict's address and the message's
+ * number, and handed again. The table holds the dict, so no other object
+ * can take its address while its segments are kept; a message is kept from
+ * its second walk (most dicts are walked once), and not when its strings
+ * take more than KEPT_BYTES in all, which bounds what the table holds.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include "structmember.h"
+#include <stdint.h>
 #include <string.h>
 
 /* The fields Segment(path, role, text, trust, index) sets, then `expected`. */
@@ -45,6 +56,18 @@ static const char *const field_names[N_FIELDS] = {
 
 static PyObject *s_role, *s_content, *s_tool_call_id, *s_data, *s_tool_calls, *s_id, *s_type,
     *s_function, *s_name, *s_arguments;
+
+#define KEPT_SLOTS 1024
+#define KEPT_BYTES 16384
+
+/* A message's segments, kept; and the last message walked once here. */
+struct Kept {
+    PyObject *message; /* strong: its address is no other object's while kept */
+    Py_ssize_t index;
+    PyObject *segments; /* tuple */
+    const void *once;   /* address only, never read */
+    Py_ssize_t once_index;
+};
 
 typedef struct {
     PyObject_HEAD
@@ -65,6 +88,7 @@ typedef struct {
     PyObject *depth;
     PyObject *payload_error;
     unsigned char heads[128];
+    struct Kept *kept; /* KEPT_SLOTS of them */
 } Walker;
 
 static void
@@ -83,6 +107,13 @@ walker_dealloc(Walker *self)
     Py_XDECREF(self->add_arguments);
     Py_XDECREF(self->depth);
     Py_XDECREF(self->payload_error);
+    if (self->kept != NULL) {
+        for (Py_ssize_t k = 0; k < KEPT_SLOTS; k++) {
+            Py_XDECREF(self->kept[k].message);
+            Py_XDECREF(self->kept[k].segments);
+        }
+        PyMem_Free(self->kept);
+    }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -140,6 +171,11 @@ walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     Walker *self = (Walker *)type->tp_alloc(type, 0);
     if (self == NULL) {
         return NULL;
+    }
+    self->kept = PyMem_Calloc(KEPT_SLOTS, sizeof(struct Kept));
+    if (self->kept == NULL) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
     }
     for (int f = 0; f < N_FIELDS; f++) {
         self->offsets[f] = slot_offset((PyTypeObject *)segment, field_names[f]);
@@ -528,6 +564,88 @@ fast_message(Walker *w, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t m
     return rc < 0 ? -1 : 1;
 }
 
+/* The table slot of message `i`, the dict `msg`. */
+static struct Kept *
+kept_slot(Walker *w, PyObject *msg, Py_ssize_t i)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)msg >> 4) ^ ((uint64_t)i * 0x9E3779B97F4A7C15ULL);
+    h ^= h >> 29;
+    return &w->kept[h & (KEPT_SLOTS - 1)];
+}
+
+/* Appends the kept segments to `out`: 1, or -1 on error. */
+static int
+extend(PyObject *out, PyObject *segments)
+{
+    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(segments); k++) {
+        if (PyList_Append(out, PyTuple_GET_ITEM(segments, k)) < 0) {
+            return -1;
+        }
+    }
+    return 1;
+}
+
+/* The bytes of the strings in a message the fast walk took (a dict of
+ * strings, with tool calls: a list of dicts of strings and dicts); past
+ * KEPT_BYTES for anything else. */
+static Py_ssize_t
+held_bytes(PyObject *value, int depth)
+{
+    if (PyUnicode_CheckExact(value)) {
+        return PyUnicode_GET_LENGTH(value) * PyUnicode_KIND(value);
+    }
+    if (value == Py_None) {
+        return 0;
+    }
+    Py_ssize_t total = 0;
+    if (depth <= 3 && PyDict_CheckExact(value)) {
+        PyObject *key, *item;
+        Py_ssize_t pos = 0;
+        while (total <= KEPT_BYTES && PyDict_Next(value, &pos, &key, &item)) {
+            total += held_bytes(key, depth + 1) + held_bytes(item, depth + 1);
+        }
+        return total;
+    }
+    if (depth <= 3 && PyList_CheckExact(value)) {
+        for (Py_ssize_t k = 0; total <= KEPT_BYTES && k < PyList_GET_SIZE(value); k++) {
+            total += held_bytes(PyList_GET_ITEM(value, k), depth + 1);
+        }
+        return total;
+    }
+    return KEPT_BYTES + 1;
+}
+
+/* After `msg` was walked into out[mark:]: its segments are kept on its
+ * second walk at this place, if short enough. 1, or -1 on error. */
+static int
+keep(Walker *w, struct Kept *slot, PyObject *msg, Py_ssize_t i, PyObject *out, Py_ssize_t mark)
+{
+    if (slot->once != (const void *)msg || slot->once_index != i) {
+        slot->once = msg;
+        slot->once_index = i;
+        return 1;
+    }
+    if (held_bytes(msg, 0) > KEPT_BYTES) {
+        return 1;
+    }
+    Py_ssize_t end = PyList_GET_SIZE(out);
+    PyObject *walked = PyList_GetSlice(out, mark, end);
+    PyObject *segments = walked == NULL ? NULL : PyList_AsTuple(walked);
+    Py_XDECREF(walked);
+    if (segments == NULL) {
+        return -1;
+    }
+    PyObject *old_message = slot->message, *old_segments = slot->segments;
+    slot->message = Py_NewRef(msg);
+    slot->index = i;
+    slot->segments = segments;
+    slot->once = NULL;
+    /* Released last: a dict's release runs no Python code, but the slot is whole first. */
+    Py_XDECREF(old_message);
+    Py_XDECREF(old_segments);
+    return 1;
+}
+
 static PyObject *
 walker_walk(Walker *self, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -544,7 +662,19 @@ walker_walk(Walker *self, PyObject *const *args, Py_ssize_t nargs)
     /* The size is read on every turn: `slow` is Python, and the list is the caller's. */
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(messages); i++) {
         PyObject *msg = Py_NewRef(PyList_GET_ITEM(messages, i));
-        int rc = fast_message(self, msg, i, out, max_segments);
+        struct Kept *slot = kept_slot(self, msg, i);
+        Py_ssize_t mark = PyList_GET_SIZE(out);
+        int rc;
+        if (slot->message == msg && slot->index == i
+            && PyTuple_GET_SIZE(slot->segments) <= max_segments - mark) {
+            rc = extend(out, slot->segments);
+        }
+        else {
+            rc = fast_message(self, msg, i, out, max_segments);
+            if (rc == 1) {
+                rc = keep(self, slot, msg, i, out, mark);
+            }
+        }
         if (rc == 0) {
             PyObject *index = PyLong_FromSsize_t(i);
             PyObject *result = NULL;

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gateway.wire import (
+    _chat,
     anthropic,
     generic,
     hosted,
@@ -937,3 +938,91 @@ def test_long_conversations() -> None:
         for kind, body in bodies.items():
             for live, reference in ADAPTERS[kind]:
                 assert_same(live, reference, body)
+
+
+# -- messages walked again: the parse memo hands a resent message's dict again --
+
+
+@pytest.mark.parametrize("bound", [3, generic.MAX_SEGMENTS])
+def test_resent_bodies(monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
+    """The same body objects walked three times: a kept message gives what a fresh walk gives."""
+    monkeypatch.setattr(generic, "MAX_SEGMENTS", bound)
+    monkeypatch.setattr(ref_generic, "MAX_SEGMENTS", bound)
+    gen = Gen(911 + bound)
+    for _ in range(300):
+        body = {"messages": [gen.chat_message() for _ in range(gen.r.randint(1, 12))]}
+        for _ in range(3):
+            for live, reference in ADAPTERS["chat"]:
+                assert_same(live, reference, body)
+
+
+def _walk(walker: Any, messages: list[object], bound: int = 1000) -> object:
+    def run() -> list[Segment]:
+        out: list[Segment] = []
+        walker.walk(messages, out, openai_chat._message, bound)
+        return out
+
+    return _outcome(run)
+
+
+TOOL_TURN: list[object] = [
+    {"role": "user", "content": "read the log"},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "app.log"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "line one\nline two"},
+]
+
+
+def test_walker_keeps_from_the_second_walk() -> None:
+    walker = openai_chat._walker(_chat)
+    fresh = _walk(openai_chat._walker(_chat), copy.deepcopy(TOOL_TURN))
+    walks = []
+    for _ in range(3):
+        out: list[Segment] = []
+        walker.walk(TOOL_TURN, out, openai_chat._message, 1000)
+        walks.append(out)
+    first, second, third = walks
+    assert [_outcome(lambda w=w: w) for w in walks] == [fresh] * 3
+    assert len(third) == len(first) >= 4
+    assert all(a is b for a, b in zip(second, third, strict=True))
+    # A first walk keeps nothing (the arguments keep their own segments).
+    assert first[0] is not second[0] and first[-1] is not second[-1]
+
+
+def test_walker_keeps_by_place() -> None:
+    """The same dict at another place is walked there: its own paths and index."""
+    walker = openai_chat._walker(_chat)
+    msg = {"role": "user", "content": "same words"}
+    for messages in ([msg], [msg], [msg], [{"role": "system", "content": "s"}, msg], [msg, msg]):
+        assert _walk(walker, messages) == _walk(openai_chat._walker(_chat), copy.deepcopy(messages))
+
+
+def test_walker_keeps_no_long_message() -> None:
+    walker = openai_chat._walker(_chat)
+    long = [{"role": "tool", "tool_call_id": "call_1", "content": "x" * 20_000}]
+    walks = []
+    for _ in range(3):
+        out: list[Segment] = []
+        walker.walk(long, out, openai_chat._message, 1000)
+        walks.append(out)
+    assert walks[1][0] is not walks[2][0]
+    assert walks[1][0].text == walks[2][0].text
+
+
+def test_walker_kept_past_the_bound() -> None:
+    """Kept segments that no longer fit take the walk that refuses them, as before."""
+    walker = openai_chat._walker(_chat)
+    for _ in range(3):
+        _walk(walker, TOOL_TURN)
+    for bound in range(6):
+        expected = _walk(openai_chat._walker(_chat), copy.deepcopy(TOOL_TURN), bound)
+        assert _walk(walker, TOOL_TURN, bound) == expected
