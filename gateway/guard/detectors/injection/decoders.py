@@ -229,6 +229,19 @@ def _pct_runs(text: str) -> Iterator[str]:
                     break
 
 
+def _occurs(text: str, sub: str, times: int) -> bool:
+    """Whether `sub` occurs at least `times` times without overlap, as
+    ``text.count(sub) >= times`` says; a search per occurrence stops at the
+    last one needed (a text with a "%" or two is read once, by memchr)."""
+    at = 0
+    for _ in range(times):
+        at = text.find(sub, at)
+        if at < 0:
+            return False
+        at += len(sub)
+    return True
+
+
 def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Iterator[str]:
     """Text hidden in base64, hex, percent/entity escapes or rot13.
 
@@ -244,13 +257,14 @@ def _decoded_candidates(text: str, low: str, present: AbstractSet[str]) -> Itera
         if budget <= 0:
             return
     # One-character memchr checks first: a two-character search or a count
-    # costs a full pass even when the opener is absent.
+    # costs a full pass even when the opener is absent; and no count, which
+    # reads the whole text however few the openers.
     escapes: list[tuple[Iterator[str], Callable[[str], str | None]]] = []
     if "\\" in text and "\\x" in text:
         escapes.append((_runs(text, "\\x", _HEX_ESCAPES), _escape_text))
-    if "%" in text and text.count("%") >= 6:
+    if _occurs(text, "%", 6):
         escapes.append((_pct_runs(text), _pct_text))
-    if "&" in text and text.count("&#") >= 8:
+    if "&" in text and _occurs(text, "&#", 8):
         escapes.append((_runs(text, "&#", _ENTITY_RUN), _entity_text))
     for runs, decode in escapes:
         for run in runs:
