@@ -667,7 +667,9 @@ walker_walk(Walker *self, PyObject *const *args, Py_ssize_t nargs)
         int rc;
         if (slot->message == msg && slot->index == i
             && PyTuple_GET_SIZE(slot->segments) <= max_segments - mark) {
-            rc = extend(out, slot->segments);
+            PyObject *segments = Py_NewRef(slot->segments);
+            rc = extend(out, segments);
+            Py_DECREF(segments);
         }
         else {
             rc = fast_message(self, msg, i, out, max_segments);
