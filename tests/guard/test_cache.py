@@ -68,3 +68,20 @@ def test_weight_bounds_the_total_and_evicts_oldest_first() -> None:
     # Expired entries give their weight back.
     assert cache.get("cccc", 1000.0) is None
     assert cache.weight == 4
+
+
+def test_an_expired_key_put_again_is_newest() -> None:
+    """A key dropped on expiry and put again is evicted after the keys put before it."""
+    cache: TextCache[str, int] = TextCache(maxsize=3, ttl=10.0, max_weight=100)
+    cache.put("a", 1, 0.0, weight=1)
+    cache.put("b", 2, 5.0, weight=1)
+    assert cache.get("a", 11.0) is None  # expired and dropped
+    cache.put("a", 3, 11.0, weight=1)
+    cache.put("c", 4, 11.0, weight=1)
+    cache.put("d", 5, 11.0, weight=1)
+    assert cache.get("b", 12.0) is None
+    assert [cache.get(k, 12.0) for k in "acd"] == [3, 4, 5]
+    assert len(cache) == 3 and cache.weight == 3
+    for n in range(20):
+        cache.put(str(n), n, 12.0, weight=1)
+    assert len(cache) == 3 and cache.weight == 3
