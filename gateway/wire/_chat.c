@@ -573,18 +573,6 @@ kept_slot(Walker *w, PyObject *msg, Py_ssize_t i)
     return &w->kept[h & (KEPT_SLOTS - 1)];
 }
 
-/* Appends the kept segments to `out`: 1, or -1 on error. */
-static int
-extend(PyObject *out, PyObject *segments)
-{
-    for (Py_ssize_t k = 0; k < PyTuple_GET_SIZE(segments); k++) {
-        if (PyList_Append(out, PyTuple_GET_ITEM(segments, k)) < 0) {
-            return -1;
-        }
-    }
-    return 1;
-}
-
 /* The bytes of the strings in a message the fast walk took (a dict of
  * strings, with tool calls: a list of dicts of strings and dicts); past
  * KEPT_BYTES for anything else. */
@@ -668,7 +656,7 @@ walker_walk(Walker *self, PyObject *const *args, Py_ssize_t nargs)
         if (slot->message == msg && slot->index == i
             && PyTuple_GET_SIZE(slot->segments) <= max_segments - mark) {
             PyObject *segments = Py_NewRef(slot->segments);
-            rc = extend(out, segments);
+            rc = PyList_SetSlice(out, mark, mark, segments) < 0 ? -1 : 1;
             Py_DECREF(segments);
         }
         else {
