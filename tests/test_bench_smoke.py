@@ -44,6 +44,13 @@ KEYS = {
         "tool_call_added_ms",
     ],
 }
+# Figures per round, as lists (one per round measured), with the median they give.
+ROUNDS = {
+    "overhead": [
+        ("rps_vs_bare_c50_rounds", "rps_vs_bare_c50"),
+        ("rps_vs_bare_c50_stream_rounds", "rps_vs_bare_c50_stream"),
+    ],
+}
 # Per-server figures, as maps from server to value, filled when the bench could run.
 MAPS = {
     "instructions": [
@@ -93,6 +100,13 @@ def test_benchmark_smoke(name: str) -> None:
         assert isinstance(per_server, dict), key
         if data["ratio_vs_bare"] is not None:
             assert per_server["bare"] > 0 and per_server["reefgate"] > 0, (key, per_server)
+    for key, median_key in ROUNDS.get(name, []):
+        rounds = data[key]
+        assert isinstance(rounds, list), key
+        assert all(isinstance(r, float) and r > 0 for r in rounds), (key, rounds)
+        if data[median_key] is not None:
+            # Smoke runs one round: its ratio is the median's.
+            assert rounds == [pytest.approx(data[median_key], abs=1e-3)], (key, rounds)
     machine = data["machine"]
     assert isinstance(machine, dict)
     assert machine["python_loop_ns"] > 0
