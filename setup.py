@@ -135,12 +135,13 @@ setup(
             "gateway.guard.detectors.injection._wordset",
             ["gateway/guard/detectors/injection/_wordset.c"],
             include_dirs=["gateway"],
-            depends=["gateway/_ascii.h"],
+            depends=["gateway/_ascii.h", "gateway/guard/detectors/injection/_listed.h"],
             optional=True,
         ),
         Extension(
             "gateway.guard.detectors.injection._ways",
             ["gateway/guard/detectors/injection/_ways.c"],
+            depends=["gateway/guard/detectors/injection/_listed.h"],
             optional=True,
         ),
         Extension(

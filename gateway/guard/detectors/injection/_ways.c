@@ -15,6 +15,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <structmember.h>
+
+#include "_listed.h"
 
 typedef struct {
     PyObject_HEAD
@@ -24,6 +27,15 @@ typedef struct {
     uint64_t *way_seen; /* call number in which each way was last a candidate */
     uint64_t *alt_live; /* call number in which each alternative was found live */
     uint64_t calls;
+    /* Once bound to a vocabulary (`bind`): the ways again, flat, each word
+     * by its number among the vocabulary's listed words, so that the words
+     * of a text it scanned are read from its bits (see `flat_holds`). */
+    PyObject *vocabulary; /* keeps `listed` alive */
+    const Listed *listed;
+    int32_t *code;
+    Py_ssize_t *code_start; /* way -> its record in `code` */
+    PyObject **subs; /* the substrings `code` names, borrowed from `ways` */
+    unsigned long long from_bits; /* calls answered from the bits (for tests) */
 } WayTable;
 
 static void
@@ -33,6 +45,10 @@ waytable_dealloc(WayTable *self)
     Py_XDECREF(self->index);
     PyMem_Free(self->way_seen);
     PyMem_Free(self->alt_live);
+    PyMem_Free(self->code);
+    PyMem_Free(self->code_start);
+    PyMem_Free(self->subs);
+    Py_XDECREF(self->vocabulary);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
@@ -196,6 +212,177 @@ way_holds(PyObject *way, PyObject *words, PyObject *low)
     return 1;
 }
 
+/* A way's record in `code`: its alternative, then its singles (a count and
+ * word numbers), its any-of groups (a count, then each group as a count and
+ * word numbers) and its mixed needs (a count, then each as a count and word
+ * numbers, and a count and substring numbers); a word that is not listed
+ * is -1, which no text holds. */
+static int
+flat_holds(const WayTable *self, const int32_t *c, PyObject *low)
+{
+    const Listed *listed = self->listed;
+    int32_t singles = *c++;
+    for (int32_t i = 0; i < singles; i++) {
+        if (!listed_holds(listed, c[i])) {
+            return 0;
+        }
+    }
+    c += singles;
+    int32_t groups = *c++;
+    for (int32_t g = 0; g < groups; g++) {
+        int32_t size = *c++;
+        int any = 0;
+        for (int32_t i = 0; i < size && !any; i++) {
+            any = listed_holds(listed, c[i]);
+        }
+        if (!any) {
+            return 0;
+        }
+        c += size;
+    }
+    int32_t mixed = *c++;
+    for (int32_t m = 0; m < mixed; m++) {
+        int32_t size = *c++;
+        int ok = 0;
+        for (int32_t i = 0; i < size && !ok; i++) {
+            ok = listed_holds(listed, c[i]);
+        }
+        c += size;
+        int32_t subs = *c++;
+        for (int32_t j = 0; j < subs && ok == 0; j++) {
+            ok = PyUnicode_Contains(low, self->subs[c[j]]);
+        }
+        c += subs;
+        if (ok <= 0) {
+            return ok;
+        }
+    }
+    return 1;
+}
+
+/* Appends the numbers of a tuple's words to `out` (count first); 0, or -1
+ * with an exception set. */
+static int
+put_words(PyObject *numbers, PyObject *words, int32_t **out)
+{
+    *(*out)++ = (int32_t)PyTuple_GET_SIZE(words);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(words); i++) {
+        PyObject *number = PyDict_GetItemWithError(numbers, PyTuple_GET_ITEM(words, i));
+        if (number == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        *(*out)++ = number == NULL ? -1 : (int32_t)PyLong_AsLong(number);
+    }
+    return 0;
+}
+
+static PyObject *
+waytable_bind(WayTable *self, PyObject *vocabulary)
+{
+    if (!PyObject_HasAttrString(vocabulary, "listed_bits")) {
+        PyErr_SetString(PyExc_TypeError, "bind() takes a compiled vocabulary");
+        return NULL;
+    }
+    PyObject *words = PyObject_CallMethod(vocabulary, "listed", NULL);
+    if (words == NULL) {
+        return NULL;
+    }
+    PyObject *capsule = PyObject_CallMethod(vocabulary, "listed_bits", NULL);
+    const Listed *listed = capsule == NULL ? NULL : PyCapsule_GetPointer(capsule, LISTED_CAPSULE);
+    Py_XDECREF(capsule);
+    if (listed == NULL || !PyTuple_Check(words) || PyTuple_GET_SIZE(words) != listed->count) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetString(PyExc_TypeError, "bind() takes a vocabulary with listed words");
+        }
+        Py_DECREF(words);
+        return NULL;
+    }
+    PyObject *numbers = PyDict_New();
+    for (Py_ssize_t n = 0; numbers != NULL && n < PyTuple_GET_SIZE(words); n++) {
+        PyObject *number = PyLong_FromSsize_t(n);
+        if (number == NULL || PyDict_SetItem(numbers, PyTuple_GET_ITEM(words, n), number) < 0) {
+            Py_XDECREF(number);
+            Py_CLEAR(numbers);
+            break;
+        }
+        Py_DECREF(number);
+    }
+    Py_DECREF(words);
+    if (numbers == NULL) {
+        return NULL;
+    }
+    /* Sizes first: a record takes one int per count, word and substring. */
+    Py_ssize_t n = PyTuple_GET_SIZE(self->ways), ints = 0, n_subs = 0;
+    for (Py_ssize_t w = 0; w < n; w++) {
+        PyObject *way = PyTuple_GET_ITEM(self->ways, w);
+        PyObject *any_of = PyTuple_GET_ITEM(way, 2), *mixed = PyTuple_GET_ITEM(way, 3);
+        ints += 4 + PyTuple_GET_SIZE(PyTuple_GET_ITEM(way, 1));
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(any_of); i++) {
+            ints += 1 + PyTuple_GET_SIZE(PyTuple_GET_ITEM(any_of, i));
+        }
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mixed); i++) {
+            PyObject *need = PyTuple_GET_ITEM(mixed, i);
+            Py_ssize_t subs = PyTuple_GET_SIZE(PyTuple_GET_ITEM(need, 1));
+            ints += 2 + PyTuple_GET_SIZE(PyTuple_GET_ITEM(need, 0)) + subs;
+            n_subs += subs;
+        }
+    }
+    /* Built aside, so that a failed bind leaves the table as it was. */
+    int32_t *code = PyMem_Malloc((size_t)(ints ? ints : 1) * sizeof(int32_t));
+    Py_ssize_t *code_start = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    PyObject **subs_of = PyMem_Malloc((size_t)(n_subs ? n_subs : 1) * sizeof(PyObject *));
+    if (code == NULL || code_start == NULL || subs_of == NULL) {
+        PyErr_NoMemory();
+        goto error;
+    }
+    int32_t *out = code;
+    Py_ssize_t sub = 0;
+    for (Py_ssize_t w = 0; w < n; w++) {
+        PyObject *way = PyTuple_GET_ITEM(self->ways, w);
+        PyObject *any_of = PyTuple_GET_ITEM(way, 2), *mixed = PyTuple_GET_ITEM(way, 3);
+        code_start[w] = out - code;
+        *out++ = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(way, 0));
+        if (put_words(numbers, PyTuple_GET_ITEM(way, 1), &out) < 0) {
+            goto error;
+        }
+        *out++ = (int32_t)PyTuple_GET_SIZE(any_of);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(any_of); i++) {
+            if (put_words(numbers, PyTuple_GET_ITEM(any_of, i), &out) < 0) {
+                goto error;
+            }
+        }
+        *out++ = (int32_t)PyTuple_GET_SIZE(mixed);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(mixed); i++) {
+            PyObject *need = PyTuple_GET_ITEM(mixed, i), *subs = PyTuple_GET_ITEM(need, 1);
+            if (put_words(numbers, PyTuple_GET_ITEM(need, 0), &out) < 0) {
+                goto error;
+            }
+            *out++ = (int32_t)PyTuple_GET_SIZE(subs);
+            for (Py_ssize_t j = 0; j < PyTuple_GET_SIZE(subs); j++) {
+                subs_of[sub] = PyTuple_GET_ITEM(subs, j);
+                *out++ = (int32_t)sub++;
+            }
+        }
+    }
+    Py_DECREF(numbers);
+    PyMem_Free(self->code);
+    PyMem_Free(self->code_start);
+    PyMem_Free(self->subs);
+    self->code = code;
+    self->code_start = code_start;
+    self->subs = subs_of;
+    self->listed = listed;
+    Py_INCREF(vocabulary);
+    Py_XSETREF(self->vocabulary, vocabulary);
+    Py_RETURN_NONE;
+error:
+    PyMem_Free(code);
+    PyMem_Free(code_start);
+    PyMem_Free(subs_of);
+    Py_DECREF(numbers);
+    return NULL;
+}
+
 static PyObject *
 waytable_live(WayTable *self, PyObject *args)
 {
@@ -214,6 +401,10 @@ waytable_live(WayTable *self, PyObject *args)
         return NULL;
     }
     uint64_t call = ++self->calls;
+    /* The bits stand for `words` alone: the set the vocabulary's last scan
+     * returned, which it holds (see _listed.h). */
+    int flat = self->listed != NULL && self->listed->words == words;
+    self->from_bits += flat;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         Py_DECREF(keys);
@@ -237,11 +428,12 @@ waytable_live(WayTable *self, PyObject *args)
             }
             self->way_seen[w] = call;
             PyObject *way = PyTuple_GET_ITEM(self->ways, w);
-            Py_ssize_t alt = PyLong_AsSsize_t(PyTuple_GET_ITEM(way, 0));
+            const int32_t *record = flat ? self->code + self->code_start[w] : NULL;
+            Py_ssize_t alt = flat ? record[0] : PyLong_AsSsize_t(PyTuple_GET_ITEM(way, 0));
             if (self->alt_live[alt] == call) {
                 continue;
             }
-            int holds = way_holds(way, words, low);
+            int holds = flat ? flat_holds(self, record + 1, low) : way_holds(way, words, low);
             if (holds < 0) {
                 goto error;
             }
@@ -267,7 +459,18 @@ error:
 static PyMethodDef waytable_methods[] = {
     {"live", (PyCFunction)waytable_live, METH_VARARGS,
      "live(present, words, low) -> the alternatives, in order, that have a way whose needs all occur"},
+    {"bind", (PyCFunction)waytable_bind, METH_O,
+     "bind(vocabulary, /)\n--\n\n"
+     "Read the words of the texts `vocabulary` (a compiled `_wordset.Vocabulary`\n"
+     "holding every word of the ways that can occur in ASCII text) scans from\n"
+     "its bits; other word sets as before. A later bind replaces an earlier one."},
     {NULL, NULL, 0, NULL},
+};
+
+static PyMemberDef waytable_members[] = {
+    {"from_bits", T_ULONGLONG, offsetof(WayTable, from_bits), READONLY,
+     "How many calls of `live` read the words from a bound vocabulary's bits."},
+    {NULL, 0, 0, 0, NULL},
 };
 
 static PyTypeObject WayTableType = {
@@ -278,6 +481,7 @@ static PyTypeObject WayTableType = {
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "The ways of a rule index, for `live`.",
     .tp_methods = waytable_methods,
+    .tp_members = waytable_members,
     .tp_new = waytable_new,
 };
 

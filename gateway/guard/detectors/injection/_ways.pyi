@@ -1,6 +1,7 @@
 from collections.abc import Set as AbstractSet
 
 class WayTable:
+    from_bits: int
     def __init__(
         self,
         ways: tuple[
@@ -18,3 +19,4 @@ class WayTable:
     def live(
         self, present: AbstractSet[str], words: AbstractSet[str], low: str, /
     ) -> list[int]: ...
+    def bind(self, vocabulary: object, /) -> None: ...

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "_ascii.h"
+#include "_listed.h"
 
 static unsigned char is_word_byte[256];
 
@@ -242,6 +243,7 @@ typedef struct {
     Table near; /* the words of the text being read that it does not know, first */
     Table seen; /* the same, under SipHash, once `near` cannot take them */
     uint32_t scans; /* 0 never stands for a scan: entries start with it */
+    Listed listed; /* the listed words of the last scan's text, for `_ways` */
 } Vocabulary;
 
 static inline uint32_t
@@ -282,6 +284,8 @@ vocabulary_dealloc(Vocabulary *self)
     PyMem_Free(self->objects);
     PyMem_Free(self->near.slots);
     PyMem_Free(self->seen.slots);
+    PyMem_Free(self->listed.bits);
+    Py_XDECREF(self->listed.words);
     Py_XDECREF(self->words);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -364,9 +368,21 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             goto fail_sets;
         }
     }
-    PyObject *words = PySequence_Tuple(unique);
+    /* The listed words first, so that they take the numbers 0 .. count - 1
+     * (see `Listed`); then the words only a weight or an alias names. */
+    Py_ssize_t n_listed = PySet_GET_SIZE(listed);
+    PyObject *order = PySequence_List(listed);
+    PyObject *rest = order == NULL ? NULL : PyNumber_Subtract(unique, listed);
+    PyObject *others = rest == NULL ? NULL : PySequence_List(rest);
     Py_DECREF(unique);
     unique = NULL;
+    PyObject *words = NULL;
+    if (others != NULL && PyList_SetSlice(order, n_listed, n_listed, others) == 0) {
+        words = PyList_AsTuple(order);
+    }
+    Py_XDECREF(order);
+    Py_XDECREF(rest);
+    Py_XDECREF(others);
     if (words == NULL) {
         goto fail_sets;
     }
@@ -421,14 +437,18 @@ vocabulary_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             goto fail;
         }
         if (number >= 0) {
-            int is_listed = PySet_Contains(listed, word);
-            if (is_listed < 0) {
-                goto fail;
-            }
-            self->entries[number].listed = is_listed ? 1 : 0;
+            self->entries[number].listed = i < n_listed;
+        }
+        if (i + 1 == n_listed) {
+            self->listed.count = self->count;
         }
     }
     Py_CLEAR(listed);
+    self->listed.bits = PyMem_Calloc(self->listed.count / 64 + 1, sizeof(uint64_t));
+    if (self->listed.bits == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
     pos = 0;
     while (weights != NULL && PyDict_Next(weights, &pos, &key, &value)) {
         long long weight = PyLong_AsLongLong(value);
@@ -478,10 +498,13 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
     }
     const unsigned char *s = PyUnicode_1BYTE_DATA(text);
     Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-    PyObject *known = PySet_New(NULL);
+    /* Frozen, so that the listed bits stand for it for as long as it lives. */
+    PyObject *known = PyFrozenSet_New(NULL);
     if (known == NULL) {
         return NULL;
     }
+    Py_CLEAR(self->listed.words);
+    memset(self->listed.bits, 0, (self->listed.count / 64 + 1) * sizeof(uint64_t));
     Table *seen = &self->seen;
     if (seen->slots == NULL && table_init(seen, SEEN_START) < 0) {
         Py_DECREF(known);
@@ -550,8 +573,11 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
                     continue; /* seen before: counted already */
                 }
                 entry->seen = scan;
-                if (entry->listed && PySet_Add(known, self->objects[number]) < 0) {
-                    goto error;
+                if (entry->listed) {
+                    if (PySet_Add(known, self->objects[number]) < 0) {
+                        goto error;
+                    }
+                    self->listed.bits[number >> 6] |= (uint64_t)1 << (number & 63);
                 }
                 known_words++;
                 Entry *feature = &self->entries[entry->feature];
@@ -595,6 +621,7 @@ vocabulary_scan(Vocabulary *self, PyObject *text)
             goto error; /* the next scan retries */
         }
     }
+    self->listed.words = Py_NewRef(known);
     return Py_BuildValue("(NnnnL)", known, distinct, count,
                          distinct - known_words + known_features, total);
 error:
@@ -602,7 +629,34 @@ error:
     return NULL;
 }
 
+static PyObject *
+vocabulary_listed(Vocabulary *self, PyObject *unused)
+{
+    PyObject *out = PyTuple_New(self->listed.count);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (uint32_t n = 0; n < self->listed.count; n++) {
+        PyTuple_SET_ITEM(out, n, Py_NewRef(self->objects[n]));
+    }
+    return out;
+}
+
+static PyObject *
+vocabulary_listed_bits(Vocabulary *self, PyObject *unused)
+{
+    return PyCapsule_New(&self->listed, LISTED_CAPSULE, NULL);
+}
+
 static PyMethodDef vocabulary_methods[] = {
+    {"listed", (PyCFunction)vocabulary_listed, METH_NOARGS,
+     "listed(/)\n--\n\n"
+     "The listed words the scan can find (the ASCII ones), in the order of the\n"
+     "numbers `listed_bits` knows them by."},
+    {"listed_bits", (PyCFunction)vocabulary_listed_bits, METH_NOARGS,
+     "listed_bits(/)\n--\n\n"
+     "A capsule of the listed words the last scan found, as bits (see _listed.h);\n"
+     "valid while this vocabulary lives."},
     {"scan", (PyCFunction)vocabulary_scan, METH_O,
      "scan(text, /)\n--\n\n"
      "(the vocabulary's words in text, its number of distinct words, its number\n"

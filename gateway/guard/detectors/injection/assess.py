@@ -67,6 +67,8 @@ _VOCABULARY: Final = Vocabulary(
     _MODEL.units if _MODEL is not None else None,
     _MODEL.aliases if _MODEL is not None else None,
 )
+_PHRASE_WAYS.bind(_VOCABULARY)
+_TEMPLATE_WAYS.bind(_VOCABULARY)
 # Of a text: its numbers of distinct words, of words and of distinct model
 # features, and the sum of the features' weights (see `model`).
 _Counts = tuple[int, int, int, int]

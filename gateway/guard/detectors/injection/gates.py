@@ -639,6 +639,18 @@ class _Ways:
             by_pattern.setdefault(i, []).append(j)
         return by_pattern
 
+    def bind(self, vocabulary: object) -> None:
+        """Let the compiled `live` read the words of the texts ``vocabulary``
+        scans from the scan's own bits, when both are compiled.
+
+        ``vocabulary`` must list every word of these ways that can occur in
+        ASCII text. A lookup per needed word in the text's word set, through
+        each word's str, is most of what `live` costs in a served request: those
+        objects are rarely in cache, the bits nearly always are.
+        """
+        if self.table is not None and hasattr(vocabulary, "listed_bits"):
+            self.table.bind(vocabulary)
+
     def _py_live(self, present: AbstractSet[str], words: AbstractSet[str], low: str) -> list[int]:
         """The alternatives, in order, that have a way whose needs all occur."""
         ways, index = self.ways, self.index
@@ -668,6 +680,8 @@ class _Table(Protocol):
     def live(
         self, present: AbstractSet[str], words: AbstractSet[str], low: str, /
     ) -> list[int]: ...
+
+    def bind(self, vocabulary: object, /) -> None: ...
 
 
 _Compiled = tuple[
