@@ -19,6 +19,14 @@
 
 #include "_listed.h"
 
+/* A way, flat: where its needs start in `code`, its alternative, and the
+ * call number in which it was last a candidate, in one place. */
+typedef struct {
+    int32_t code;
+    int32_t alt;
+    uint64_t seen;
+} FlatWay;
+
 typedef struct {
     PyObject_HEAD
     PyObject *ways; /* tuple of (alt, singles, any_of, mixed), every collection a tuple */
@@ -32,9 +40,10 @@ typedef struct {
      * of a text it scanned are read from its bits (see `flat_holds`). */
     PyObject *vocabulary; /* keeps `listed` alive */
     const Listed *listed;
+    FlatWay *flat;
     int32_t *code;
-    Py_ssize_t *code_start; /* way -> its record in `code` */
     PyObject **subs; /* the substrings `code` names, borrowed from `ways` */
+    PyObject *flat_index; /* dict: key word -> its ways' numbers, as int32 bytes */
     unsigned long long from_bits; /* calls answered from the bits (for tests) */
 } WayTable;
 
@@ -45,9 +54,10 @@ waytable_dealloc(WayTable *self)
     Py_XDECREF(self->index);
     PyMem_Free(self->way_seen);
     PyMem_Free(self->alt_live);
+    PyMem_Free(self->flat);
     PyMem_Free(self->code);
-    PyMem_Free(self->code_start);
     PyMem_Free(self->subs);
+    Py_XDECREF(self->flat_index);
     Py_XDECREF(self->vocabulary);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -212,11 +222,11 @@ way_holds(PyObject *way, PyObject *words, PyObject *low)
     return 1;
 }
 
-/* A way's record in `code`: its alternative, then its singles (a count and
- * word numbers), its any-of groups (a count, then each group as a count and
- * word numbers) and its mixed needs (a count, then each as a count and word
- * numbers, and a count and substring numbers); a word that is not listed
- * is -1, which no text holds. */
+/* A way's needs in `code`: its singles (a count and word numbers), its
+ * any-of groups (a count, then each group as a count and word numbers) and
+ * its mixed needs (a count, then each as a count and word numbers, and a
+ * count and substring numbers); a word that is not listed is -1, which no
+ * text holds. */
 static int
 flat_holds(const WayTable *self, const int32_t *c, PyObject *low)
 {
@@ -316,7 +326,7 @@ waytable_bind(WayTable *self, PyObject *vocabulary)
     for (Py_ssize_t w = 0; w < n; w++) {
         PyObject *way = PyTuple_GET_ITEM(self->ways, w);
         PyObject *any_of = PyTuple_GET_ITEM(way, 2), *mixed = PyTuple_GET_ITEM(way, 3);
-        ints += 4 + PyTuple_GET_SIZE(PyTuple_GET_ITEM(way, 1));
+        ints += 3 + PyTuple_GET_SIZE(PyTuple_GET_ITEM(way, 1));
         for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(any_of); i++) {
             ints += 1 + PyTuple_GET_SIZE(PyTuple_GET_ITEM(any_of, i));
         }
@@ -329,9 +339,10 @@ waytable_bind(WayTable *self, PyObject *vocabulary)
     }
     /* Built aside, so that a failed bind leaves the table as it was. */
     int32_t *code = PyMem_Malloc((size_t)(ints ? ints : 1) * sizeof(int32_t));
-    Py_ssize_t *code_start = PyMem_Malloc((size_t)(n ? n : 1) * sizeof(Py_ssize_t));
+    FlatWay *flat = PyMem_Calloc((size_t)(n ? n : 1), sizeof(FlatWay));
     PyObject **subs_of = PyMem_Malloc((size_t)(n_subs ? n_subs : 1) * sizeof(PyObject *));
-    if (code == NULL || code_start == NULL || subs_of == NULL) {
+    PyObject *flat_index = PyDict_New();
+    if (code == NULL || flat == NULL || subs_of == NULL || flat_index == NULL) {
         PyErr_NoMemory();
         goto error;
     }
@@ -340,8 +351,8 @@ waytable_bind(WayTable *self, PyObject *vocabulary)
     for (Py_ssize_t w = 0; w < n; w++) {
         PyObject *way = PyTuple_GET_ITEM(self->ways, w);
         PyObject *any_of = PyTuple_GET_ITEM(way, 2), *mixed = PyTuple_GET_ITEM(way, 3);
-        code_start[w] = out - code;
-        *out++ = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(way, 0));
+        flat[w].code = (int32_t)(out - code);
+        flat[w].alt = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(way, 0));
         if (put_words(numbers, PyTuple_GET_ITEM(way, 1), &out) < 0) {
             goto error;
         }
@@ -364,23 +375,105 @@ waytable_bind(WayTable *self, PyObject *vocabulary)
             }
         }
     }
+    Py_ssize_t pos = 0;
+    PyObject *key, *ids;
+    while (PyDict_Next(self->index, &pos, &key, &ids)) {
+        PyObject *packed = PyBytes_FromStringAndSize(NULL, PyTuple_GET_SIZE(ids) * 4);
+        if (packed == NULL) {
+            goto error;
+        }
+        int32_t *at = (int32_t *)PyBytes_AS_STRING(packed);
+        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ids); i++) {
+            at[i] = (int32_t)PyLong_AsLong(PyTuple_GET_ITEM(ids, i));
+        }
+        int failed = PyDict_SetItem(flat_index, key, packed) < 0;
+        Py_DECREF(packed);
+        if (failed) {
+            goto error;
+        }
+    }
     Py_DECREF(numbers);
+    PyMem_Free(self->flat);
     PyMem_Free(self->code);
-    PyMem_Free(self->code_start);
     PyMem_Free(self->subs);
+    self->flat = flat;
     self->code = code;
-    self->code_start = code_start;
     self->subs = subs_of;
+    Py_XSETREF(self->flat_index, flat_index);
     self->listed = listed;
     Py_INCREF(vocabulary);
     Py_XSETREF(self->vocabulary, vocabulary);
     Py_RETURN_NONE;
 error:
     PyMem_Free(code);
-    PyMem_Free(code_start);
+    PyMem_Free(flat);
     PyMem_Free(subs_of);
+    Py_XDECREF(flat_index);
     Py_DECREF(numbers);
     return NULL;
+}
+
+/* The live alternatives among one key word's ways (`ids`, a tuple of ints)
+ * appended to `out`, the words read from `words`: 0, or -1 on error. */
+static int
+set_candidates(WayTable *self, PyObject *ids, uint64_t call, PyObject *words, PyObject *low,
+               PyObject *out)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ids); i++) {
+        Py_ssize_t w = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, i));
+        if (self->way_seen[w] == call) {
+            continue; /* a candidate through another key word already */
+        }
+        self->way_seen[w] = call;
+        PyObject *way = PyTuple_GET_ITEM(self->ways, w);
+        Py_ssize_t alt = PyLong_AsSsize_t(PyTuple_GET_ITEM(way, 0));
+        if (self->alt_live[alt] == call) {
+            continue;
+        }
+        int holds = way_holds(way, words, low);
+        if (holds < 0) {
+            return -1;
+        }
+        if (holds) {
+            self->alt_live[alt] = call;
+            if (PyList_Append(out, PyTuple_GET_ITEM(way, 0)) < 0) {
+                return -1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The same from the bits, the key word's ways given as int32 bytes. */
+static int
+bits_candidates(WayTable *self, PyObject *packed, uint64_t call, PyObject *low, PyObject *out)
+{
+    const int32_t *ids = (const int32_t *)PyBytes_AS_STRING(packed);
+    Py_ssize_t n = PyBytes_GET_SIZE(packed) / (Py_ssize_t)sizeof(int32_t);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        FlatWay *way = &self->flat[ids[i]];
+        if (way->seen == call) {
+            continue;
+        }
+        way->seen = call;
+        if (self->alt_live[way->alt] == call) {
+            continue;
+        }
+        int holds = flat_holds(self, self->code + way->code, low);
+        if (holds < 0) {
+            return -1;
+        }
+        if (holds) {
+            self->alt_live[way->alt] = call;
+            PyObject *alt = PyLong_FromLong(way->alt);
+            int failed = alt == NULL || PyList_Append(out, alt) < 0;
+            Py_XDECREF(alt);
+            if (failed) {
+                return -1;
+            }
+        }
+    }
+    return 0;
 }
 
 static PyObject *
@@ -412,7 +505,7 @@ waytable_live(WayTable *self, PyObject *args)
     }
     PyObject *key;
     while ((key = PyIter_Next(keys)) != NULL) {
-        PyObject *ids = PyDict_GetItemWithError(self->index, key);
+        PyObject *ids = PyDict_GetItemWithError(flat ? self->flat_index : self->index, key);
         if (ids == NULL) {
             if (!PyErr_Occurred()) {
                 PyErr_SetObject(PyExc_KeyError, key);
@@ -421,28 +514,10 @@ waytable_live(WayTable *self, PyObject *args)
             goto error;
         }
         Py_DECREF(key);
-        for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(ids); i++) {
-            Py_ssize_t w = PyLong_AsSsize_t(PyTuple_GET_ITEM(ids, i));
-            if (self->way_seen[w] == call) {
-                continue; /* a candidate through another key word already */
-            }
-            self->way_seen[w] = call;
-            PyObject *way = PyTuple_GET_ITEM(self->ways, w);
-            const int32_t *record = flat ? self->code + self->code_start[w] : NULL;
-            Py_ssize_t alt = flat ? record[0] : PyLong_AsSsize_t(PyTuple_GET_ITEM(way, 0));
-            if (self->alt_live[alt] == call) {
-                continue;
-            }
-            int holds = flat ? flat_holds(self, record + 1, low) : way_holds(way, words, low);
-            if (holds < 0) {
-                goto error;
-            }
-            if (holds) {
-                self->alt_live[alt] = call;
-                if (PyList_Append(out, PyTuple_GET_ITEM(way, 0)) < 0) {
-                    goto error;
-                }
-            }
+        if ((flat ? bits_candidates(self, ids, call, low, out)
+                  : set_candidates(self, ids, call, words, low, out))
+            < 0) {
+            goto error;
         }
     }
     if (PyErr_Occurred() || PyList_Sort(out) < 0) {
