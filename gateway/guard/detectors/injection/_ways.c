@@ -494,15 +494,17 @@ waytable_live(WayTable *self, PyObject *args)
         return NULL;
     }
     uint64_t call = ++self->calls;
-    /* The bits stand for `words` alone: the set the vocabulary's last scan
-     * returned, which it holds (see _listed.h). */
-    int flat = self->listed != NULL && self->listed->words == words;
-    self->from_bits += flat;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         Py_DECREF(keys);
         return NULL;
     }
+    /* The bits stand for `words` alone: the set the vocabulary's last scan
+     * returned, which it holds (see _listed.h). Asked after the allocations
+     * above, which may run a collection and so other code (another thread's
+     * scan); nothing below does. */
+    int flat = self->listed != NULL && self->listed->words == words;
+    self->from_bits += flat;
     PyObject *key;
     while ((key = PyIter_Next(keys)) != NULL) {
         PyObject *ids = PyDict_GetItemWithError(flat ? self->flat_index : self->index, key);
