@@ -192,8 +192,6 @@ _DIRECTION = "outbound"
 
 # Seconds between the comments that keep a held streamed request's connection alive.
 HEARTBEAT_S = 5.0
-# Requests in flight up to which each runs straight through, without cohorts.
-COHORTS_ABOVE = 16
 
 
 class _Reviewed:
@@ -305,7 +303,6 @@ class ReverseProxy:
         self._skip_headers = frozenset(config.gateway.scan_headers.skip)
         # Requests in `handle`: whether a cohort has anyone to wait for.
         self._in_flight = 0
-        self.cohorts_above = COHORTS_ABOVE
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         self._in_flight += 1
@@ -333,11 +330,8 @@ class ReverseProxy:
         are evicted from the CPU caches by the rest of the other requests'
         paths, and are read again from memory. A lone request has no one to
         wait for, and does not pay the turn of the event loop a yield costs.
-        Nor do a few: `in_flight` counts the requests waiting on their
-        upstreams too, and a cohort of two or three saves less cache than
-        its turns cost (`bench overhead` at c=10 against c=50 shows it).
         """
-        if self._in_flight > self.cohorts_above:
+        if self._in_flight > 1:
             await TURN
 
     # -- resolve: upstream, team, path --

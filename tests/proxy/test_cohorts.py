@@ -6,9 +6,9 @@ Under load that turn lets the requests that arrived together reach the same
 step before any of them goes on, so each step's code and tables are read
 once for all of them; `bench instructions --concurrency 50` counts the cache
 misses it saves. Here the order of the steps is checked, and that a lone
-request, or one of a few in flight, takes no extra turn: a ticker counts the
-event loop's turns, and the handler's entry, the parse, both checks and the
-send upstream each note theirs.
+request takes no extra turn: a ticker counts the event loop's turns, and
+the handler's entry, the parse, both checks and the send upstream each note
+theirs.
 """
 
 from __future__ import annotations
@@ -183,8 +183,6 @@ async def test_requests_in_flight_together_are_checked_together(
     doors: list[_Together] = []
 
     def door(proxy: reverse.ReverseProxy) -> _Together:
-        # Five requests in flight: cohorts from two on, as under heavy load.
-        proxy.cohorts_above = 1
         doors.append(_Together(proxy, 4))
         return doors[0]
 
@@ -209,42 +207,3 @@ async def test_requests_in_flight_together_are_checked_together(
     each = ["parsed", "floor", "injection", "sent"]
     assert order == each + [step for step in each for _ in range(4)], order
     assert len(fake.received) == 5
-
-
-async def test_a_request_with_few_others_in_flight_takes_no_extra_turn(
-    aiohttp_server: AiohttpServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Up to `cohorts_above` requests in flight, each runs straight through:
-    a request that comes in while another waits on its upstream is parsed,
-    checked and sent in the turn it entered."""
-    assert reverse.COHORTS_ABOVE >= 2
-    fake = FakeUpstream(delay=0.5)
-    first_sent = asyncio.Event()
-    with _turns() as turn:
-        seen: dict[str, int] = {}
-
-        def note(event: str) -> None:
-            if event == "sent":
-                first_sent.set()
-            seen.setdefault(event, turn())
-
-        server = await _started(aiohttp_server, tmp_path, fake, lambda p: _Entered(p, note))
-        _noting(monkeypatch, note)
-        headers = {"Content-Type": "application/json"}
-
-        async def post(client: aiohttp.ClientSession) -> int:
-            async with client.post(server.make_url(CHAT), data=BODY, headers=headers) as response:
-                await response.read()
-                return response.status
-
-        async with aiohttp.ClientSession() as client:
-            first = asyncio.ensure_future(post(client))
-            await first_sent.wait()
-            # The first request now waits on the upstream: two are in flight.
-            seen.clear()
-            statuses = await asyncio.gather(first, post(client))
-    assert statuses == [200, 200]
-    assert len(fake.received) == 2
-    assert (
-        seen["entered"] == seen["parsed"] == seen["floor"] == seen["injection"] == seen["sent"]
-    ), seen
