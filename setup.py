@@ -15,7 +15,7 @@ calls experimental.)
 The request path's typed Python modules are compiled too, by mypyc, from the
 same source: the guard pipeline and its caches, the injection detector's
 rules, the secret scan's engine, the reverse proxy's handler, the exchange,
-the headers, the team match and the metrics. Their
+the headers, the team match, the metrics and the segment type. Their
 `.py` files stay the reference, and REEFGATE_NO_EXTENSION=1 runs them
 instead (see `gateway/compiled.py`). REEFGATE_NO_MYPYC=1 at install time
 skips this step.
@@ -33,7 +33,9 @@ from setuptools.command.build_ext import build_ext
 # protocol in `detectors/base`, and modules that mypyc does not compile
 # (exceptions subclassing builtins other than the few it takes), and
 # `proxy/entrance`, whose route handlers aiohttp takes only as coroutine
-# functions, which a compiled function is not. The proxy handler reaches
+# functions, which a compiled function is not. A class that interpreted
+# modules subclass is defined in an interpreted one (`wire/payload_error`):
+# compiled code matches a compiled class by its exact type. The proxy handler reaches
 # the guard through a protocol (`reverse.Checks`) and the body's parser
 # through a module attribute (`reverse.request_segments`), so its calls go
 # by name and the ablation's replacements take effect.
@@ -64,6 +66,7 @@ TYPED = [
     "gateway/proxy/reverse.py",
     "gateway/proxy/turns.py",
     "gateway/proxy/upstream.py",
+    "gateway/wire/base.py",
     "gateway/wire/body.py",
     "gateway/wire/content.py",
     "gateway/wire/generic.py",

@@ -27,10 +27,11 @@
  * those of `openai_chat._messages` exactly; a differential test holds the
  * two together.
  *
- * Segments are built as their dataclass __init__ would build them: the
- * object allocated by its type, each slot set to its value (the field
- * default for `expected`). The constructor checks that the type has those
- * slots and refuses anything else.
+ * Segments are built as their __init__ would build them: the object
+ * allocated by its type, each slot set to its value (the field default for
+ * `expected`). Compiled by mypyc, Segment has no slots, and is called
+ * instead. The constructor checks that the type has all those slots or none
+ * of them, and refuses anything else.
  *
  * The parse memo (jsontext._memo_loads) hands every request that resends a
  * message the same dict, and the gateway never changes a request's value,
@@ -72,6 +73,8 @@ struct Kept {
 typedef struct {
     PyObject_HEAD
     PyTypeObject *segment;
+    /* A compiled Segment's fields are not member slots: it is called instead. */
+    int by_call;
     Py_ssize_t offsets[N_FIELDS];
     PyObject *expected;      /* the default of Segment.expected */
     PyObject *paths;         /* tuple: "messages[i]" */
@@ -142,6 +145,22 @@ slot_offset(PyTypeObject *type, const char *name)
     return offset;
 }
 
+/* Whether `type` has a field `name` as mypyc compiles one (a getset descriptor). */
+static int
+compiled_field(PyTypeObject *type, const char *name)
+{
+    PyObject *descr = PyObject_GetAttrString((PyObject *)type, name);
+    if (descr == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_AttributeError)) {
+            PyErr_Clear();
+        }
+        return 0;
+    }
+    int ok = Py_IS_TYPE(descr, &PyGetSetDescr_Type);
+    Py_DECREF(descr);
+    return ok;
+}
+
 static PyObject *
 walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
@@ -180,6 +199,24 @@ walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     for (int f = 0; f < N_FIELDS; f++) {
         self->offsets[f] = slot_offset((PyTypeObject *)segment, field_names[f]);
         if (self->offsets[f] < 0) {
+            /* No field a slot: a type compiled by mypyc, built by a call,
+             * when every field is one of its compiled ones (checked below). */
+            if (f == 0 && PyErr_ExceptionMatches(PyExc_TypeError)) {
+                PyErr_Clear();
+                self->by_call = 1;
+                break;
+            }
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
+    for (int f = 0; self->by_call && f < N_FIELDS; f++) {
+        if (!compiled_field((PyTypeObject *)segment, field_names[f])) {
+            if (!PyErr_Occurred()) {
+                PyErr_Format(PyExc_TypeError,
+                             "Walker: %s is not a writable slot or a compiled field",
+                             field_names[f]);
+            }
             Py_DECREF(self);
             return NULL;
         }
@@ -209,13 +246,22 @@ static int
 append_segment(Walker *w, PyObject *out, PyObject *path, PyObject *role, PyObject *text,
                PyObject *trust, PyObject *index)
 {
-    PyObject *seg = w->segment->tp_alloc(w->segment, 0);
-    if (seg == NULL) {
-        return -1;
-    }
     PyObject *values[N_FIELDS] = {path, role, text, trust, index, w->expected};
-    for (int f = 0; f < N_FIELDS; f++) {
-        *(PyObject **)((char *)seg + w->offsets[f]) = Py_NewRef(values[f]);
+    PyObject *seg;
+    if (w->by_call) {
+        seg = PyObject_Vectorcall((PyObject *)w->segment, values, N_FIELDS, NULL);
+        if (seg == NULL) {
+            return -1;
+        }
+    }
+    else {
+        seg = w->segment->tp_alloc(w->segment, 0);
+        if (seg == NULL) {
+            return -1;
+        }
+        for (int f = 0; f < N_FIELDS; f++) {
+            *(PyObject **)((char *)seg + w->offsets[f]) = Py_NewRef(values[f]);
+        }
     }
     int rc = PyList_Append(out, seg);
     Py_DECREF(seg);

@@ -6,8 +6,9 @@ never does I/O and never mutates the payload.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+from gateway.wire.payload_error import PayloadError as PayloadError
 
 
 class Trust(StrEnum):
@@ -22,9 +23,10 @@ class Trust(StrEnum):
     OPAQUE = "opaque"
 
 
-# Not frozen: thousands are built per second on the request path, and a frozen
-# dataclass pays for object.__setattr__ on every field.
-@dataclass(slots=True)
+# Nothing expected: the default of `Segment.expected`, one object for all.
+NOTHING_EXPECTED: frozenset[str] = frozenset()
+
+
 class Segment:
     """One piece of text found in a payload.
 
@@ -36,16 +38,53 @@ class Segment:
     headers, a tool call's arguments) are kept and shared by the requests
     that send them again. A walk that places another walk's segments
     elsewhere makes new ones.
+
+    A plain class rather than a dataclass: compiled (setup.py), its fields
+    are read in place by the compiled modules that read them a few dozen
+    times a request, and it is built without a Python ``__init__``, which a
+    dataclass's generated one would be. Compared by value, as a dataclass is.
     """
 
-    path: str
-    role: str
-    text: str
-    trust: Trust = Trust.TRUSTED
-    index: int | None = None
-    # Secret kinds this text is expected to carry: the agent's API key for this
-    # upstream in its credential header. Any other finding in it still denies.
-    expected: frozenset[str] = frozenset()
+    __slots__ = ("expected", "index", "path", "role", "text", "trust")
+
+    def __init__(
+        self,
+        path: str,
+        role: str,
+        text: str,
+        trust: Trust = Trust.TRUSTED,
+        index: int | None = None,
+        # Secret kinds this text is expected to carry: the agent's API key for
+        # this upstream in its credential header. Any other finding in it still denies.
+        expected: frozenset[str] = NOTHING_EXPECTED,
+    ) -> None:
+        self.path = path
+        self.role = role
+        self.text = text
+        self.trust = trust
+        self.index = index
+        self.expected = expected
+
+    def _fields(self) -> tuple[str, str, str, Trust, int | None, frozenset[str]]:
+        return (self.path, self.role, self.text, self.trust, self.index, self.expected)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Segment):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    # Equal by value and never changed, but unhashable like the dataclass it was.
+    __hash__ = None  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type[Segment], tuple[object, ...]]:
+        # Copied and pickled by its fields: compiled, it has no other state.
+        return Segment, self._fields()
+
+    def __repr__(self) -> str:
+        return (
+            f"Segment(path={self.path!r}, role={self.role!r}, text={self.text!r}, "
+            f"trust={self.trust!r}, index={self.index!r}, expected={self.expected!r})"
+        )
 
     def moved(self, path: str, index: int | None) -> Segment:
         """This segment's text at another place: a new segment, since this one may be shared."""
@@ -55,10 +94,6 @@ class Segment:
         if self.index is None:
             return f"{self.path} (role {self.role})"
         return f"message {self.index} (role {self.role}, {self.path})"
-
-
-class PayloadError(ValueError):
-    """The payload cannot be read by the adapter; the gateway answers 400."""
 
 
 # The deepest nesting any adapter walks; deeper payloads are refused rather

@@ -21,13 +21,12 @@ untrusted like any document. See :mod:`gateway.wire.generic` for these rules.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import fields
 from types import MappingProxyType
 from typing import Any, Final
 
 from gateway import compiled
 from gateway.wire import generic
-from gateway.wire.base import PayloadError, Segment, Trust
+from gateway.wire.base import NOTHING_EXPECTED, PayloadError, Segment, Trust
 from gateway.wire.generic import (
     JSON_HEADS,
     OPAQUE,
@@ -280,14 +279,15 @@ def _messages(value: object, out: list[Segment]) -> None:
 def _walker(module: Any) -> Any:
     """The compiled walk of the common messages (`_chat.c`), when it is built.
 
-    It builds segments slot by slot as the dataclass __init__ does, so a
-    Segment that did more in __init__ would not be built the same.
+    An interpreted Segment is built slot by slot as its __init__ does (so a
+    Segment whose __init__ did more would not be built the same); a compiled
+    one is called.
     """
-    if module is None or hasattr(Segment, "__post_init__"):
+    if module is None:
         return None
     return module.Walker(
         segment=Segment,
-        expected=next(f.default for f in fields(Segment) if f.name == "expected"),
+        expected=NOTHING_EXPECTED,
         paths=_PATHS,
         content_paths=_CONTENT,
         call_id_paths=_CALL_ID,
