@@ -276,18 +276,21 @@ def _messages(value: object, out: list[Segment]) -> None:
         _message(msg, i, out)
 
 
-def _walker(module: Any) -> Any:
+def _walker(
+    module: Any, segment: type = Segment, expected: frozenset[str] = NOTHING_EXPECTED
+) -> Any:
     """The compiled walk of the common messages (`_chat.c`), when it is built.
 
     An interpreted Segment is built slot by slot as its __init__ does (so a
     Segment whose __init__ did more would not be built the same); a compiled
-    one is called.
+    one is called. The tests pass an interpreted twin to reach the first way
+    in a build where the Segment is compiled.
     """
     if module is None:
         return None
     return module.Walker(
-        segment=Segment,
-        expected=NOTHING_EXPECTED,
+        segment=segment,
+        expected=expected,
         paths=_PATHS,
         content_paths=_CONTENT,
         call_id_paths=_CALL_ID,

@@ -10,11 +10,15 @@ the shapes the compiled one takes and on each way a message leaves them.
 from __future__ import annotations
 
 import copy
+import functools
 import gc
+import importlib.util
 import itertools
 import random
 import sys
+import types
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -24,8 +28,28 @@ from gateway.wire import _chat, generic, openai_chat
 from gateway.wire.base import PayloadError, Segment
 from tests.wire.test_segments_differential import Gen
 
+
+def _interpreted_base() -> types.ModuleType:
+    """wire/base.py run from its source as a module of its own.
+
+    Its Segment keeps its fields as member slots, as in an install without
+    mypyc, so a walker built with it fills them in place instead of calling
+    the type: the other of the walker's two ways, which a compiled build and
+    CI's pass without extensions would otherwise never reach.
+    """
+    source = Path(openai_chat.__file__).with_name("base.py")
+    spec = importlib.util.spec_from_file_location("tests.wire.interpreted_base", source)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+TWIN = _interpreted_base()
 # Built here too, so that it is tested where REEFGATE_NO_EXTENSION hides it.
 WALKER = openai_chat._walker(_chat)
+SLOT_WALKER = openai_chat._walker(_chat, TWIN.Segment, TWIN.NOTHING_EXPECTED)
+WALKERS = {"as built": WALKER, "slot by slot": SLOT_WALKER}
 
 
 def _python(messages: list[object]) -> list[Segment]:
@@ -34,9 +58,9 @@ def _python(messages: list[object]) -> list[Segment]:
     return out
 
 
-def _compiled(messages: list[object]) -> list[Segment]:
+def _compiled(messages: list[object], walker: object = WALKER) -> list[Segment]:
     out: list[Segment] = []
-    _compiled_into(messages, out)
+    _compiled_into(messages, out, walker)
     return out
 
 
@@ -53,7 +77,10 @@ def _outcome(walk: object, messages: list[object]) -> object:
 
 def assert_same(messages: list[object]) -> None:
     before = copy.deepcopy(messages)
-    assert _outcome(_compiled, messages) == _outcome(_python, messages), f"{messages!r:.1500}"
+    expected = _outcome(_python, messages)
+    for name, walker in WALKERS.items():
+        got = _outcome(functools.partial(_compiled, walker=walker), messages)
+        assert got == expected, f"{name}: {messages!r:.1500}"
     assert messages == before
 
 
@@ -201,14 +228,15 @@ def test_segment_bound(monkeypatch: pytest.MonkeyPatch, bound: int) -> None:
     whole = len(_python(messages))
     monkeypatch.setattr(generic, "MAX_SEGMENTS", bound)
     assert_same(messages)
-    got = _partial(_compiled_into, messages)
-    assert got == _partial(_python_into, messages)
-    assert (got[0] is None) == (bound >= whole)
+    expected = _partial(_python_into, messages)
+    assert (expected[0] is None) == (bound >= whole)
+    for walker in WALKERS.values():
+        assert _partial(functools.partial(_compiled_into, walker=walker), messages) == expected
 
 
-def _compiled_into(messages: list[object], out: list[Segment]) -> None:
-    assert WALKER is not None
-    WALKER.walk(messages, out, openai_chat._message, generic.MAX_SEGMENTS)
+def _compiled_into(messages: list[object], out: list[Segment], walker: object = WALKER) -> None:
+    assert walker is not None
+    walker.walk(messages, out, openai_chat._message, generic.MAX_SEGMENTS)  # type: ignore[attr-defined]
 
 
 def _python_into(messages: list[object], out: list[Segment]) -> None:
@@ -250,27 +278,39 @@ def test_hypothesis(messages: list[object]) -> None:
     assert_same(messages)
 
 
-def test_segments_are_whole_objects() -> None:
-    """Built slot by slot, a segment is still a Segment: compared, copied and freed as one."""
+def test_the_twin_is_filled_slot_by_slot() -> None:
+    """What makes SLOT_WALKER walk the other way: its type's fields are member slots."""
+    for name in TWIN.Segment.__slots__:
+        assert type(TWIN.Segment.__dict__[name]) is types.MemberDescriptorType
+    assert TWIN.Segment is not Segment
+    assert TWIN.Segment("p", "user", "t") == TWIN.Segment("p", "user", "t")
+
+
+@pytest.mark.parametrize(("walker", "segment"), [(WALKER, Segment), (SLOT_WALKER, TWIN.Segment)])
+def test_segments_are_whole_objects(walker: object, segment: type[Segment]) -> None:
+    """Built either way, a segment is still a Segment: compared, copied and freed as one."""
     out = _compiled(
-        [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "r"}]
+        [{"role": "user", "content": "hi"}, {"role": "tool", "tool_call_id": "c", "content": "r"}],
+        walker,
     )
     assert out == [
-        Segment("messages[0].content", "user", "hi", generic.TRUSTED, 0),
+        segment("messages[0].content", "user", "hi", generic.TRUSTED, 0),
         # In the message's own key order.
-        Segment("messages[1].tool_call_id", "tool", "c", generic.OPAQUE, 1),
-        Segment("messages[1].content", "tool", "r", generic.UNTRUSTED, 1),
+        segment("messages[1].tool_call_id", "tool", "c", generic.OPAQUE, 1),
+        segment("messages[1].content", "tool", "r", generic.UNTRUSTED, 1),
     ]
-    assert all(type(s) is Segment and s.expected == frozenset() for s in out)
+    assert all(type(s) is segment and s.expected == frozenset() for s in out)
     assert copy.copy(out[0]) == out[0]
+    assert copy.deepcopy(out[2]) == out[2]
     assert out[1].where() == "message 1 (role tool, messages[1].tool_call_id)"
 
 
-def test_references_are_counted() -> None:
+@pytest.mark.parametrize("walker", [WALKER, SLOT_WALKER])
+def test_references_are_counted(walker: object) -> None:
     text = "".join(["a text", " of its own"])
     messages: list[object] = [{"role": "user", "content": text}] * 3
     before = sys.getrefcount(text)
-    out = _compiled(messages)
+    out = _compiled(messages, walker)
     assert sys.getrefcount(text) == before + 3
     del out
     gc.collect()
