@@ -21,6 +21,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _encode_str
+from typing import cast
 
 import aiohttp
 from cachetools import TTLCache
@@ -166,6 +167,12 @@ class _Seen:
         self.injection = injection
 
 
+class MemoOwner:
+    """A guard's mark on the floor results it left on segments, one per floor key."""
+
+    __slots__ = ()
+
+
 @dataclass(frozen=True, slots=True)
 class TeamPolicy:
     name: str
@@ -181,6 +188,9 @@ class TeamPolicy:
     inbound_detectors: tuple[Detector, ...] = (INJECTION,)
     allow: Allowances | None = None
     on_secret: str = "deny"
+    # Marks the floor results this guard memoizes on segments (`_inspect`);
+    # None when the guard caches nothing.
+    memo: MemoOwner | None = None
 
 
 def build_provider(settings: ClassifierSettings, env: Mapping[str, str]) -> Provider | None:
@@ -217,6 +227,8 @@ class Guard:
         )
         self._in_flight: dict[str, asyncio.Future[Verdict]] = {}
         self._policies: dict[str, TeamPolicy] = {}
+        # One token per floor key, kept across `bind`s (see `_inspect`).
+        self._memo_owners: dict[tuple[object, ...], MemoOwner] = {}
         self._semaphores: dict[int, asyncio.Semaphore] = {}
         self._allow_patterns = AllowPatterns(
             {src for team in self._teams.values() for src in team.allow.patterns}
@@ -254,6 +266,10 @@ class Guard:
             detectors: tuple[Detector, ...] = (SECRETS, INJECTION)
             if team.detectors.custom:
                 detectors = (SECRETS, CustomRules(team.detectors.custom), INJECTION)
+            team_floor = floor.Floor(detectors) if team.detectors.custom else DEFAULT_FLOOR
+            memo = None
+            if self._texts is not None:
+                memo = self._memo_owners.setdefault(team_floor.key, MemoOwner())
             self._policies[name] = TeamPolicy(
                 name=name,
                 policy_version=effective_policy_version(
@@ -262,10 +278,11 @@ class Guard:
                 rules=rules,
                 inbound=team.inbound,
                 classifier=classifiers[settings],
-                floor=floor.Floor(detectors) if team.detectors.custom else DEFAULT_FLOOR,
+                floor=team_floor,
                 inbound_detectors=tuple(d for d in detectors if d.scope is Scope.UNTRUSTED),
                 allow=Allowances(team.allow) if team.allow != Allow() else None,
                 on_secret=team.outbound.on_secret,
+                memo=memo,
             )
 
     def policy(self, team: str) -> TeamPolicy:
@@ -274,22 +291,35 @@ class Guard:
     # -- the floor --
 
     async def _inspect(
-        self, texts: Sequence[str], now: float, pace: _Pace, team_floor: floor.Floor
+        self, segments: Sequence[Segment], now: float, pace: _Pace, policy: TeamPolicy
     ) -> list[_Seen]:
-        """What the floor found in each text, computed once per text.
+        """What the floor found in each segment's text, computed once per text.
 
         The floor is a pure function of the text and the team's floor, so its
         results are keyed by those (the text's digest when long), and teams
         with the same floor share them. `bytes_scanned` counts each
         distinct text once, when it is first inspected. One loop for a
         request's texts: a call per segment is most of a hit's cost.
+
+        The result is also left on the segment with this guard's token for
+        the team's floor: a resent message's segments are the same objects
+        (the chat walk keeps them), so the next request reads its result
+        there, without the cache lookup's hashing and probing of a table
+        that is cold by then. A token of another guard (after a reload) or
+        floor is a miss, and the cache is asked as before.
         """
         cache = self._texts
+        team_floor = policy.floor
         shared = team_floor.key
+        owner = policy.memo
         out: list[_Seen] = []
         scanned = 0
         misses = 0
-        for text in texts:
+        for segment in segments:
+            if owner is not None and segment.floor_owner is owner:
+                out.append(cast(_Seen, segment.floor_seen))
+                continue
+            text = segment.text
             key: str | bytes | tuple[object, ...] = ""
             weight = 0
             seen = None
@@ -311,11 +341,14 @@ class Guard:
                     seen = await self._floor_windows(text, pace, team_floor)
                 if cache is not None:
                     cache.put(key, seen, now, weight)
+            if owner is not None:
+                segment.floor_owner = owner
+                segment.floor_seen = seen
             out.append(seen)
         self.bytes_scanned += scanned
         if cache is not None:
             self.text_cache_misses += misses
-            self.text_cache_hits += len(texts) - misses
+            self.text_cache_hits += len(segments) - misses
         return out
 
     def _found(self, kind: str, value: str) -> Found:
@@ -498,8 +531,7 @@ class Guard:
         let other requests run in between.
         """
         pace = _Pace(deadline)
-        texts = [segment.text for segment in segments]
-        seen = await self._inspect(texts, monotonic(), pace, policy.floor)
+        seen = await self._inspect(segments, monotonic(), pace, policy)
         verdict, held = _floor_decision(segments, seen, policy, upstream)
         return Inspection(segments, seen, verdict, pace, held)
 

@@ -29,7 +29,7 @@
  *
  * Segments are built as their __init__ would build them: the object
  * allocated by its type, each slot set to its value (the field default for
- * `expected`). Compiled by mypyc, Segment has no slots, and is called
+ * `expected`, None for the guard's memo). Compiled by mypyc, Segment has no slots, and is called
  * instead. The constructor checks that the type has all those fields as
  * slots or all as compiled fields, and refuses anything else.
  *
@@ -54,6 +54,9 @@ enum { F_PATH, F_ROLE, F_TEXT, F_TRUST, F_INDEX, F_EXPECTED, N_FIELDS };
 static const char *const field_names[N_FIELDS] = {
     "path", "role", "text", "trust", "index", "expected",
 };
+/* The guard's memo on a segment, None in a new one: what __init__ sets besides. */
+enum { N_MEMO = 2 };
+static const char *const memo_names[N_MEMO] = {"floor_owner", "floor_seen"};
 
 static PyObject *s_role, *s_content, *s_tool_call_id, *s_data, *s_tool_calls, *s_id, *s_type,
     *s_function, *s_name, *s_arguments;
@@ -76,6 +79,7 @@ typedef struct {
     /* A compiled Segment's fields are not member slots: it is called instead. */
     int by_call;
     Py_ssize_t offsets[N_FIELDS];
+    Py_ssize_t memo_offsets[N_MEMO];
     PyObject *expected;      /* the default of Segment.expected */
     PyObject *paths;         /* tuple: "messages[i]" */
     PyObject *content_paths; /* tuple: "messages[i].content" */
@@ -210,6 +214,13 @@ walker_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
             return NULL;
         }
     }
+    for (int f = 0; !self->by_call && f < N_MEMO; f++) {
+        self->memo_offsets[f] = slot_offset((PyTypeObject *)segment, memo_names[f]);
+        if (self->memo_offsets[f] < 0) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    }
     for (int f = 0; self->by_call && f < N_FIELDS; f++) {
         if (!compiled_field((PyTypeObject *)segment, field_names[f])) {
             if (!PyErr_Occurred()) {
@@ -261,6 +272,9 @@ append_segment(Walker *w, PyObject *out, PyObject *path, PyObject *role, PyObjec
         }
         for (int f = 0; f < N_FIELDS; f++) {
             *(PyObject **)((char *)seg + w->offsets[f]) = Py_NewRef(values[f]);
+        }
+        for (int f = 0; f < N_MEMO; f++) {
+            *(PyObject **)((char *)seg + w->memo_offsets[f]) = Py_NewRef(Py_None);
         }
     }
     int rc = PyList_Append(out, seg);

@@ -35,9 +35,16 @@ class Segment:
     where a secret was without quoting it.
 
     Never changed once made: the segments of a request's repeated parts (its
-    headers, a tool call's arguments) are kept and shared by the requests
-    that send them again. A walk that places another walk's segments
-    elsewhere makes new ones.
+    headers, a tool call's arguments, the messages of a resent history) are
+    kept and shared by the requests that send them again. A walk that places
+    another walk's segments elsewhere makes new ones.
+
+    The one exception is the guard's memo, ``floor_owner`` and ``floor_seen``:
+    what the guard's floor found in ``text``, and a token of the guard and
+    floor that found it (see `Guard._inspect`). A resent message's segment
+    then costs the guard a field read instead of a lookup in its per-text
+    cache. The memo is not part of the segment's value: it is not compared,
+    copied, pickled or shown.
 
     A plain class rather than a dataclass: compiled (setup.py), its fields
     are read in place by the compiled modules that read them a few dozen
@@ -45,7 +52,7 @@ class Segment:
     dataclass's generated one would be. Compared by value, as a dataclass is.
     """
 
-    __slots__ = ("expected", "index", "path", "role", "text", "trust")
+    __slots__ = ("expected", "floor_owner", "floor_seen", "index", "path", "role", "text", "trust")
 
     def __init__(
         self,
@@ -64,6 +71,8 @@ class Segment:
         self.trust = trust
         self.index = index
         self.expected = expected
+        self.floor_owner: object = None
+        self.floor_seen: object = None
 
     def _fields(self) -> tuple[str, str, str, Trust, int | None, frozenset[str]]:
         return (self.path, self.role, self.text, self.trust, self.index, self.expected)

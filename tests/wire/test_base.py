@@ -62,3 +62,17 @@ def test_where_and_moved() -> None:
         Trust.UNTRUSTED,
         "messages[3].content",
     )
+
+
+def test_the_guards_memo_is_not_part_of_the_value() -> None:
+    """Compared, copied, pickled and shown without it; a moved segment starts without one."""
+    seg = _segment()
+    assert (seg.floor_owner, seg.floor_seen) == (None, None)
+    seg.floor_owner, seg.floor_seen = object(), object()
+    assert seg == _segment()
+    assert repr(seg) == repr(_segment())
+    for twin in (copy.copy(seg), copy.deepcopy(seg), pickle.loads(pickle.dumps(seg))):
+        assert twin == seg
+        assert (twin.floor_owner, twin.floor_seen) == (None, None)
+    moved = seg.moved("input[0]", None)
+    assert (moved.floor_owner, moved.floor_seen) == (None, None)

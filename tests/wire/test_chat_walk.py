@@ -300,6 +300,8 @@ def test_segments_are_whole_objects(walker: object, segment: type[Segment]) -> N
         segment("messages[1].content", "tool", "r", generic.UNTRUSTED, 1),
     ]
     assert all(type(s) is segment and s.expected == frozenset() for s in out)
+    # The guard's memo starts empty, slot by slot too (unset, reading it would raise).
+    assert all(s.floor_owner is None and s.floor_seen is None for s in out)
     assert copy.copy(out[0]) == out[0]
     assert copy.deepcopy(out[2]) == out[2]
     assert out[1].where() == "message 1 (role tool, messages[1].tool_call_id)"
