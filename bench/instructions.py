@@ -36,6 +36,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import re
+import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -231,10 +232,18 @@ class Bench:
         for name, stream in runs:
             progress(f"{name}{' streamed' if stream else ''} under callgrind")
             await self.measure(name, stream)
-            # The dumps can be large; only the totals are kept.
-            for dump in self.tmp.glob("*.callgrind*"):
-                dump.unlink()
+            self._clear_dumps()
             await asyncio.sleep(0)
+
+    def _clear_dumps(self) -> None:
+        """The dumps can be large; only the totals are kept, unless asked."""
+        keep: Path | None = getattr(self.opts.extra, "keep_dumps", None)
+        for dump in self.tmp.glob("*.callgrind*"):
+            if keep is not None and "Trigger: dump measured" in dump.read_text(errors="replace"):
+                keep.mkdir(parents=True, exist_ok=True)
+                shutil.move(dump, keep / dump.name)
+            else:
+                dump.unlink()
 
     def report(self) -> Report:
         rep = Report("instructions: reefgate's CPU per request, counted by callgrind")
@@ -380,6 +389,13 @@ def _options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=1,
         help="requests in flight while counting (default 1; 50 is overhead's throughput load)",
+    )
+    parser.add_argument(
+        "--keep-dumps",
+        type=Path,
+        metavar="DIR",
+        help="move each server's measured callgrind dump into DIR, to read with "
+        "callgrind_annotate (the counted requests are in the bench's output)",
     )
     parser.add_argument(
         "--last-level-kb",
