@@ -29,9 +29,10 @@
  *
  * Segments are built as their __init__ would build them: the object
  * allocated by its type, each slot set to its value (the field default for
- * `expected`, None for the guard's memo). Compiled by mypyc, Segment has no slots, and is called
- * instead. The constructor checks that the type has all those fields as
- * slots or all as compiled fields, and refuses anything else.
+ * `expected`, None for the guard's memo). Compiled by mypyc, Segment has
+ * no slots, and is called instead. The constructor checks that the type
+ * has all those fields as slots or all as compiled fields, and refuses
+ * anything else.
  *
  * The parse memo (jsontext._memo_loads) hands every request that resends a
  * message the same dict, and the gateway never changes a request's value,
