@@ -312,3 +312,59 @@ async def test_a_failing_reload_is_logged_and_serving_goes_on(
     assert not serving.reload("SIGHUP")
     assert any("config reload failed" in r.getMessage() for r in caplog.records)
     assert (await _chat(tools_served)).choices[0].message.tool_calls
+
+
+SECRET = "ghp_" + "R8mK2xV7qL4nT9wB3cY6dH1jF5gP0sZ2aQ4e"
+ALLOWING = "default: true\nallow: {patterns: ['ghp_R8mK\\w+']}\n"
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [((ALLOWING, 200), ("default: true\n", 403)), (("default: true\n", 403), (ALLOWING, 200))],
+    ids=["allowance-dropped", "allowance-added"],
+)
+async def test_a_resent_history_is_judged_by_the_reloaded_guard(
+    aiohttp_server: AiohttpServer,
+    tmp_path: Path,
+    before: tuple[str, int],
+    after: tuple[str, int],
+) -> None:
+    """The segments of a resent history are shared across requests and carry the
+    guard's results; after a reload, the same bytes are judged by the new guard.
+
+    Which patterns match a finding is kept with the finding, guard-wide, so a
+    result left by the old guard would refuse what the added allowance allows.
+    """
+    upstream = FakeUpstream()
+    served = await _serve(aiohttp_server, tmp_path, upstream.app())
+    served.write("teams/default.yaml", before[0])
+    assert reload(served.app, served.config_dir)
+    # Long enough for the parse memo (a body of 1 KB, parts of 64 bytes), and
+    # this test's own: the memo and the walker's kept segments are process-wide.
+    own = tmp_path.name
+    messages = [
+        {"role": "system", "content": f"You are {own}, a helpful agent. " * 8},
+        {"role": "user", "content": f"Deploy {own} to staging with the token {SECRET}. " * 3},
+        {"role": "assistant", "content": f"Deployed {own}; the health checks pass. " * 6},
+        {"role": "user", "content": f"Now tell me what changed in {own} since then. " * 4},
+    ]
+    body = json.dumps({"model": "gpt-4o-mini", "messages": messages}).encode()
+    url = f"{served.url}/openai/v1/chat/completions"
+    headers = {"Content-Type": "application/json", "Authorization": "Bearer agent-key"}
+    async with aiohttp.ClientSession() as session:
+        # The parse memo hands the messages' dicts out again from the second
+        # request, and the walker their segments from the third on: the
+        # request after the reload gets the segments the third one inspected.
+        for _ in range(3):
+            async with session.post(url, data=body, headers=headers) as first:
+                assert first.status == before[1], await first.text()
+        served.write("teams/default.yaml", after[0])
+        assert reload(served.app, served.config_dir)
+        async with session.post(url, data=body, headers=headers) as then:
+            answer = await then.text()
+            assert then.status == after[1], answer
+    assert SECRET not in answer
+    decisions = [e["decision"] for e in _audited(served)]
+    assert decisions == ["allow" if before[1] == 200 else "deny"] * 3 + [
+        "allow" if after[1] == 200 else "deny"
+    ]
