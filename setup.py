@@ -80,6 +80,8 @@ TYPED = [
 # The group's shared library; each module of TYPED gets a small extension
 # that loads its part of it.
 NATIVE = "gateway._native__mypyc"
+# Declares mypyc's error helpers cold (see the header).
+_COLD_HEADER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gateway", "_cold.h")
 # The build environment has mypy but not the gateway's dependencies, so
 # their types are unknown (Any) here; `mypy gateway` in CI checks them.
 _BUILD_FLAGS = [
@@ -104,6 +106,8 @@ def typed_modules() -> list[Extension]:
     for extension in extensions:
         # Without a C compiler the gateway runs the same modules as Python.
         extension.optional = True
+        if extension.name == NATIVE:
+            extension.extra_compile_args.extend(["-include", _COLD_HEADER])
     return extensions
 
 
