@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address, ip_network
-from typing import Protocol
+from typing import Final, Protocol
 
 from gateway.config.loader import LoadedConfig
 from gateway.config.models import Team
@@ -56,7 +56,7 @@ def presented_key(headers: Mapping[str, str]) -> str | None:
 
 # Past this many distinct source addresses the remembered CIDR matches are
 # forgotten and learnt again; agents are few, addresses a client picks are not.
-_REMOTE_CACHE = 4096
+_REMOTE_CACHE: Final = 4096
 
 
 class TeamResolver:

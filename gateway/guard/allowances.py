@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
 
 from gateway.config.models import Allow, CredentialPath
 from gateway.guard import rx
 
 # One step of a credential path: a key, `[*]`, `[N]` or `.*`.
-_STEP = re.compile(r"\[\*\]|\[(\d+)\]|\.\*|\.?([A-Za-z_][\w-]*)")
+_STEP: Final = re.compile(r"\[\*\]|\[(\d+)\]|\.\*|\.?([A-Za-z_][\w-]*)")
 
 
 def _path_regex(path: str) -> re.Pattern[str]:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 Action = Literal["allow", "review", "deny"]
 
-_SEVERITY: dict[str, int] = {"allow": 0, "review": 1, "deny": 2}
+_SEVERITY: Final[dict[str, int]] = {"allow": 0, "review": 1, "deny": 2}
 
 
 def severity(action: Action) -> int:

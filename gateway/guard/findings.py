@@ -13,9 +13,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 from dataclasses import dataclass
+from typing import Final
 
 # Bytes of key material a deployment's fingerprint key must have at least.
-MIN_KEY_BYTES = 16
+MIN_KEY_BYTES: Final = 16
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from json.encoder import encode_basestring as _encode_str
-from typing import cast
+from typing import Final, cast
 
 import aiohttp
 from cachetools import TTLCache
@@ -62,8 +62,8 @@ from gateway.wire.base import Segment, Trust
 # Texts up to this long are their own cache key (a dict lookup hashes and
 # compares them faster than sha256 digests them); longer ones are keyed by
 # digest. The characters held in keys are bounded in all.
-_KEY_BY_VALUE_CHARS = 16 * 1024
-_KEY_CHARS_IN_ALL = 16 * 1024 * 1024
+_KEY_BY_VALUE_CHARS: Final = 16 * 1024
+_KEY_CHARS_IN_ALL: Final = 16 * 1024 * 1024
 
 # Texts longer than this are inspected in overlapping windows, and the event
 # loop gets a turn after every _YIELD_CHARS inspected. The overlap is longer
@@ -73,19 +73,19 @@ _OVERLAP = 32 * 1024
 _YIELD_CHARS = 64 * 1024
 
 # The identity of the embedded injection detector in cache keys and verdicts.
-HEURISTIC_MODEL = "reefgate-heuristics-2"
+HEURISTIC_MODEL: Final = "reefgate-heuristics-2"
 # The identity of a team's custom rules in the verdicts they produce.
-CUSTOM_MODEL = "reefgate-custom-rules"
+CUSTOM_MODEL: Final = "reefgate-custom-rules"
 
 # A path component that could itself carry data (an object key chosen by the
 # client) is not echoed back; identifiers and indexes are.
-_SAFE_PATH = re.compile(r"^[\w.\[\]\- ():,]{0,200}$")
+_SAFE_PATH: Final = re.compile(r"^[\w.\[\]\- ():,]{0,200}$")
 
 # Enum members read once: `Trust.X` costs a class attribute lookup per segment.
-_UNTRUSTED = Trust.UNTRUSTED
-_OPAQUE = Trust.OPAQUE
+_UNTRUSTED: Final = Trust.UNTRUSTED
+_OPAQUE: Final = Trust.OPAQUE
 
-_DOCUMENT_PATH = re.compile(r"document|input_file|\.file\b|search_result")
+_DOCUMENT_PATH: Final = re.compile(r"document|input_file|\.file\b|search_result")
 
 
 def segment_key(direction: str, text: str, policy_version: str, model: str) -> str:
@@ -117,7 +117,7 @@ def segment_key(direction: str, text: str, policy_version: str, model: str) -> s
 
 # Roles that may stand in for a location that cannot be shown; they are the
 # adapters' own labels, never a value the client chose.
-_SHOWN_ROLES = frozenset(
+_SHOWN_ROLES: Final = frozenset(
     {"system", "developer", "user", "assistant", "tool", "function", "request", "unknown"}
     | {"path", "query", "field", "file", "header", "body", "peer"}
 )
@@ -741,7 +741,7 @@ def _combine(
     return Decision(verdict.decision, category, reason, tuple(evidence), excerpt(segment.text))
 
 
-_EXCERPT_CHARS = 280
+_EXCERPT_CHARS: Final = 280
 
 
 def excerpt(text: str) -> str:
@@ -761,7 +761,7 @@ def excerpt(text: str) -> str:
     return short
 
 
-_CATEGORY_OTHER = re.compile(r"[^A-Za-z0-9_.:-]+")
+_CATEGORY_OTHER: Final = re.compile(r"[^A-Za-z0-9_.:-]+")
 
 
 def _shown_category(category: str) -> str:

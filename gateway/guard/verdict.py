@@ -10,28 +10,28 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Literal, cast
+from typing import Final, Literal, cast
 
 from gateway.canonical import digest
 
 Direction = Literal["outbound", "inbound"]
 VerdictDecision = Literal["allow", "deny", "review"]
 
-GUARD_FAILURE = "guard_failure"
-GUARD_FAILURE_REASON = "Guard unavailable or invalid."
-RULES_MAX_CHARS = 2000
+GUARD_FAILURE: Final = "guard_failure"
+GUARD_FAILURE_REASON: Final = "Guard unavailable or invalid."
+RULES_MAX_CHARS: Final = 2000
 # Largest provider response read, in UTF-16 code units as the reference counts.
-MAX_RESPONSE_CHARS = 262_144
+MAX_RESPONSE_CHARS: Final = 262_144
 
-_PINNED = re.compile(r"(?:-[0-9]{8}|-[0-9]{4}-[0-9]{2}-[0-9]{2})\Z")
+_PINNED: Final = re.compile(r"(?:-[0-9]{8}|-[0-9]{4}-[0-9]{2}-[0-9]{2})\Z")
 # OpenAI publishes no dated snapshots for this generation; these exact ids are
 # accepted as immutable (a provider-side swap would go unseen: accepted risk).
 # Their bare family alias stays rejected.
-IMMUTABLE_MODELS = frozenset({"gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"})
-_VERDICT_KEYS = frozenset({"decision", "category", "reason", "model", "policyVersion"})
-_DECISIONS = frozenset({"allow", "deny", "review"})
+IMMUTABLE_MODELS: Final = frozenset({"gpt-5.6-sol", "gpt-5.6-terra", "gpt-5.6-luna"})
+_VERDICT_KEYS: Final = frozenset({"decision", "category", "reason", "model", "policyVersion"})
+_DECISIONS: Final = frozenset({"allow", "deny", "review"})
 # JS String.prototype.trim() whitespace: what the reference strips around a verdict.
-_JS_SPACE = (
+_JS_SPACE: Final = (
     "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008"
     "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
 )

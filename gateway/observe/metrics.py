@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -38,19 +38,35 @@ __all__ = [
 
 # Distinct (team, upstream, decision, category) series of the request counter;
 # past this, new categories are counted as OTHER_CATEGORY.
-MAX_REQUEST_SERIES = 512
-OTHER_CATEGORY = "other"
+MAX_REQUEST_SERIES: Final = 512
+OTHER_CATEGORY: Final = "other"
 # The team label of a request that never got as far as a team.
 NO_TEAM = "none"
 
 # What became of a forward-proxy CONNECT: opened and inspected, passed through
 # unread (an allowlisted host), refused, or failed to open.
-TUNNEL_OUTCOMES = ("intercepted", "tunnelled", "refused", "failed")
+TUNNEL_OUTCOMES: Final = ("intercepted", "tunnelled", "refused", "failed")
 
-GUARD_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5, 15)
+GUARD_BUCKETS: Final = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5, 15)
 # An upstream's time to its response headers: milliseconds for a cached or
 # small answer, seconds to minutes for a model thinking before it streams.
-UPSTREAM_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+UPSTREAM_BUCKETS: Final = (
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2.5,
+    5,
+    10,
+    30,
+    60,
+    120,
+    300,
+)
 
 
 class GuardCounters(Protocol):
@@ -64,7 +80,7 @@ class GuardCounters(Protocol):
     verdict_cache_misses: int
 
 
-_GUARD_COUNTERS = (
+_GUARD_COUNTERS: Final = (
     "bytes_scanned",
     "classifier_calls",
     "text_cache_hits",

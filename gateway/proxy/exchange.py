@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Final
 
 import aiohttp
 
@@ -24,7 +25,7 @@ from gateway.guard.floor import REDACTED, shown
 
 # Methods the audit may name as sent; any other token the client chose is
 # checked like any other client-chosen string before it is written.
-METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class Phase(IntEnum):

@@ -25,6 +25,7 @@ import logging
 import os
 import time
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 from aiohttp import web
 
@@ -37,9 +38,9 @@ from gateway.proxy.exchange import Exchange, Phase
 from gateway.proxy.turns import TURN
 from gateway.wire.errors import Flavor, error_body
 
-log = logging.getLogger("reefgate.access")
+log: Final = logging.getLogger("reefgate.access")
 
-EXCHANGE = web.RequestKey("exchange", Exchange)
+EXCHANGE: Final = web.RequestKey("exchange", Exchange)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 

@@ -18,6 +18,7 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Final
 
 import aiohttp
 from aiohttp import web
@@ -31,14 +32,14 @@ from gateway.wire.replies import AnswerStream, Ruling, body_editor, names_no_cal
 from gateway.wire.replies.base import FilterFactory, Rewrite
 from gateway.wire.sse import SSEDecoder, SSEFramer
 
-log = logging.getLogger("reefgate.access")
+log: Final = logging.getLogger("reefgate.access")
 
 Judge = Callable[[ToolCall], Awaitable[Ruling]]
 
 # Seconds between the comments that keep a stream alive while a call is judged
 # (an LLM guardian or a reviewer can take a while).
-HEARTBEAT_S = 5.0
-_HEARTBEAT = b": reefgate is judging a tool call\n\n"
+HEARTBEAT_S: Final = 5.0
+_HEARTBEAT: Final = b": reefgate is judging a tool call\n\n"
 
 
 def may_hold_calls(content_type: str) -> bool:

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol, TypeVar
+from typing import Final, Protocol, TypeVar
 from urllib.parse import unquote
 
 import aiohttp
@@ -74,7 +74,7 @@ from gateway.wire.errors import stream_error_event
 from gateway.wire.replies.base import FilterFactory, Rewrite
 
 log = logging.getLogger("reefgate.access")
-guard_log = logging.getLogger("reefgate.guard")
+guard_log: Final = logging.getLogger("reefgate.guard")
 
 
 def _routes(config: LoadedConfig) -> dict[str, Route]:
@@ -134,7 +134,7 @@ def _is_upgrade(request: web.Request) -> bool:
     return "upgrade" in connection and any(t.strip() == "upgrade" for t in connection.split(","))
 
 
-_UPGRADE_REFUSED = Decision(
+_UPGRADE_REFUSED: Final = Decision(
     "deny",
     "upgrade_refused",
     "reefgate does not inspect WebSocket or other upgraded connections (such as the "
@@ -188,7 +188,7 @@ class _Outgoing:
 
 
 # An LLM request is one proposal going out, whichever check held it.
-_DIRECTION = "outbound"
+_DIRECTION: Final = "outbound"
 
 # Seconds between the comments that keep a held streamed request's connection alive.
 HEARTBEAT_S = 5.0

@@ -5,7 +5,7 @@ Pure functions over headers so they are tested without sockets.
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import Final, TypeVar
 
 from multidict import CIMultiDict, CIMultiDictProxy
 
@@ -33,12 +33,12 @@ HOP_BY_HOP = frozenset(
 # Set again by the client library for the body actually sent.
 _REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
 _RESPONSE_DROP = HOP_BY_HOP | {"content-length"}
-_CREDENTIAL_HEADERS = frozenset({"authorization", "x-api-key", "api-key"})
+_CREDENTIAL_HEADERS: Final = frozenset({"authorization", "x-api-key", "api-key"})
 # The agent's credentials go too when the gateway replaces them.
 _REQUEST_DROP_CREDENTIALS = _REQUEST_DROP | _CREDENTIAL_HEADERS
-_NOTHING: frozenset[str] = frozenset()
+_NOTHING: Final[frozenset[str]] = frozenset()
 # The gateway's own headers never pass in either direction.
-_OWN_PREFIX = "x-reefgate-"
+_OWN_PREFIX: Final = "x-reefgate-"
 # Header names shown in a finding's location; any other name the client chose
 # is shown by position only.
 _KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
@@ -54,8 +54,8 @@ _KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
 
 
 # Built once: the paths of the known headers' segments.
-_KNOWN_PATHS = {name: f"header({name})" for name in _KNOWN_HEADERS}
-_OPAQUE = Trust.OPAQUE
+_KNOWN_PATHS: Final = {name: f"header({name})" for name in _KNOWN_HEADERS}
+_OPAQUE: Final = Trust.OPAQUE
 
 
 def _connection_tokens(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> frozenset[str]:
@@ -75,9 +75,9 @@ def _connection_tokens(headers: CIMultiDictProxy[str] | CIMultiDict[str]) -> fro
 
 # How many header names (as sent, case and all) or Connection values a table
 # remembers; past it, it starts over, so names a client makes up cannot grow it.
-_NAMES_KEPT = 1024
-_KEPT_TOKENS_CHARS = 256
-_tokens_by_value: dict[str, frozenset[str]] = {}
+_NAMES_KEPT: Final = 1024
+_KEPT_TOKENS_CHARS: Final = 256
+_tokens_by_value: Final[dict[str, frozenset[str]]] = {}
 
 
 class _Filter:
@@ -119,9 +119,9 @@ class _Filter:
         return out
 
 
-_REQUEST = _Filter(_REQUEST_DROP)
-_REQUEST_NO_CREDENTIALS = _Filter(_REQUEST_DROP_CREDENTIALS)
-_RESPONSE = _Filter(_RESPONSE_DROP)
+_REQUEST: Final = _Filter(_REQUEST_DROP)
+_REQUEST_NO_CREDENTIALS: Final = _Filter(_REQUEST_DROP_CREDENTIALS)
+_RESPONSE: Final = _Filter(_RESPONSE_DROP)
 
 
 def request_headers(
@@ -150,10 +150,10 @@ def add_custody(headers: CIMultiDict[str], *, flavor: Flavor, custody_key: str) 
 # same object each time, has its hash already when the guard's cache looks it
 # up. Long values are not kept, and the table starts over when full: a client
 # that varies its headers pays what every request paid before, no more.
-_SEGMENTS_KEPT = 4096
-_KEPT_VALUE_CHARS = 1024
-_SKIPPED = Segment("", "header", "", _OPAQUE)
-_segments: dict[tuple[int, str, str, frozenset[str], frozenset[str]], Segment] = {}
+_SEGMENTS_KEPT: Final = 4096
+_KEPT_VALUE_CHARS: Final = 1024
+_SKIPPED: Final = Segment("", "header", "", _OPAQUE)
+_segments: Final[dict[tuple[int, str, str, frozenset[str], frozenset[str]], Segment]] = {}
 
 
 def _header_segment(
@@ -191,7 +191,7 @@ def header_segments(
 
 
 # The request path's segment, kept by the path the same way.
-_paths: dict[str, Segment] = {}
+_paths: Final[dict[str, Segment]] = {}
 
 
 def path_segment(path: str) -> Segment:

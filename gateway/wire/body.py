@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from email.message import Message
 from email.utils import collapse_rfc2231_value
+from typing import Final
 from urllib.parse import parse_qsl
 
 from python_multipart.exceptions import MultipartParseError
@@ -29,9 +30,9 @@ from gateway.wire.routes import adapter_for
 # JSON may spell a lone UTF-16 surrogate as an escape; such text is not valid
 # Unicode, and detectors and models may read it differently, so it is refused.
 # Built with chr(): mypyc compiles no surrogate in a string literal.
-_SURROGATE = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")
+_SURROGATE: Final = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")
 
-_TEXT_TYPES = ("text/", "application/x-ndjson", "application/jsonl", "application/xml")
+_TEXT_TYPES: Final = ("text/", "application/x-ndjson", "application/jsonl", "application/xml")
 
 
 def decode_content(body: bytes, encoding: str | None, limit: int) -> bytes:
@@ -111,14 +112,16 @@ def _adapter_segments(path: str, payload: object) -> list[Segment]:
 
 # Transfer encodings the upstream does not undo (RFC 7578 4.7 deprecates them
 # for form data): its raw text is what arrives, so that is scanned as well.
-_IDENTITY_TRANSFER = ("", "7bit", "8bit", "binary")
+_IDENTITY_TRANSFER: Final = ("", "7bit", "8bit", "binary")
 # Part headers whose meaning is known; any other is scanned as text.
-_KNOWN_HEADERS = frozenset({"content-disposition", "content-type", "content-transfer-encoding"})
+_KNOWN_HEADERS: Final = frozenset(
+    {"content-disposition", "content-type", "content-transfer-encoding"}
+)
 
 
 # python-multipart logs a warning for each malformed body before it raises:
 # a client could fill the log with them, and the 400 already says it.
-_QUIET = logging.Logger("python_multipart.quiet", logging.CRITICAL + 1)
+_QUIET: Final = logging.Logger("python_multipart.quiet", logging.CRITICAL + 1)
 
 
 @dataclass(slots=True)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from gateway.wire import archives, charsets, media
 from gateway.wire.archives import MAX_NESTING, Budget, Unreadable
@@ -28,7 +28,7 @@ from gateway.wire.media import BytesSource, Source
 
 Kind = Literal["media", "archive", "text", "binary"]
 
-_BUDGET: ContextVar[Budget | None] = ContextVar("reefgate_payload_budget", default=None)
+_BUDGET: Final[ContextVar[Budget | None]] = ContextVar("reefgate_payload_budget", default=None)
 
 
 @dataclass(frozen=True, slots=True)

@@ -49,23 +49,23 @@ from dataclasses import dataclass, field
 from itertools import islice, repeat
 from json.encoder import encode_basestring_ascii
 from types import MappingProxyType
-from typing import TypeGuard
+from typing import Final, TypeGuard
 
 from gateway.guard.detectors.secrets import names_secret
 from gateway.wire import blobs, vocabulary
 from gateway.wire.base import MAX_DEPTH, PayloadError, Segment, Trust
 from gateway.wire.members import Members
 
-ROLE_UNKNOWN = "unknown"
+ROLE_UNKNOWN: Final = "unknown"
 # Request parameters outside the conversation: tool definitions, metadata, schemas.
-ROLE_REQUEST = "request"
+ROLE_REQUEST: Final = "request"
 ROLE_SYSTEM = "system"
 
-TRUSTED = Trust.TRUSTED
-UNTRUSTED = Trust.UNTRUSTED
-OPAQUE = Trust.OPAQUE
+TRUSTED: Final = Trust.TRUSTED
+UNTRUSTED: Final = Trust.UNTRUSTED
+OPAQUE: Final = Trust.OPAQUE
 
-STRUCTURAL = frozenset(
+STRUCTURAL: Final = frozenset(
     {
         # discriminators and enums the provider validates
         "type",
@@ -102,10 +102,10 @@ STRUCTURAL = frozenset(
 
 # Lists of enum values or of names that appear elsewhere as keys (JSON Schema
 # `required`): OPAQUE while every element is a string.
-STRUCTURAL_LISTS = frozenset({"required", "include", "modalities"})
+STRUCTURAL_LISTS: Final = frozenset({"required", "include", "modalities"})
 
 # The roles of the agent and its operator; tool results and unknown roles are untrusted.
-ROLE_TRUST: Mapping[object, Trust] = MappingProxyType(
+ROLE_TRUST: Final[Mapping[object, Trust]] = MappingProxyType(
     {
         "system": TRUSTED,
         "developer": TRUSTED,
@@ -118,40 +118,40 @@ ROLE_TRUST: Mapping[object, Trust] = MappingProxyType(
 
 # Field names of the provider APIs and JSON Schema: the walkers test membership
 # here first, which is most of a key's cost.
-NAMES = vocabulary.NAMES
+NAMES: Final = vocabulary.NAMES
 # Enum values (and roles) that are left out where a value is an enum or an id.
-WORDS = vocabulary.WORDS | frozenset(k for k in ROLE_TRUST if isinstance(k, str))
+WORDS: Final = vocabulary.WORDS | frozenset(k for k in ROLE_TRUST if isinstance(k, str))
 
 # Bounds on what one request can make the adapters allocate: each string is a
 # Segment with its own path, and both grow with the body's shape, not its size.
 # Legitimate requests stay far below: a 2000-message agent conversation with
 # tool calls is ~12k segments, and OpenAI takes at most 2048 embedding inputs.
 MAX_SEGMENTS = 100_000
-_PATH_MAX = 256
-_PATH_HEAD = 64
+_PATH_MAX: Final = 256
+_PATH_HEAD: Final = 64
 
-_SHORT_NAME_MAX = 24
-_NAME_MAX = 64
+_SHORT_NAME_MAX: Final = 24
+_NAME_MAX: Final = 64
 # Letters and digits this long without a separator are how tokens look (an AWS
 # access key id is 20), not how names do.
-_TOKEN_RUN = 16
-_PLAIN_TABLE = str.maketrans("_-$", "aaa")
-_SEPARATORS = str.maketrans("_-$", "   ")
+_TOKEN_RUN: Final = 16
+_PLAIN_TABLE: Final = str.maketrans("_-$", "aaa")
+_SEPARATORS: Final = str.maketrans("_-$", "   ")
 
 # JSON inside a string is parsed up to this size and this many strings deep;
 # beyond, the string is still scanned as it was sent, where the floor reads a
 # "key": "value" pair as well, unless escapes hide it. The adapters run on
 # every turn and parse each resent tool result again: a large JSON output
 # would cost milliseconds per request.
-_EMBEDDED_MAX = 64 * 1024
-_EMBEDDED_NESTING = 3
+_EMBEDDED_MAX: Final = 64 * 1024
+_EMBEDDED_NESTING: Final = 3
 # A joined segment longer than this keeps only the text around each join.
-_JOIN_MAX = 64 * 1024
-_JOIN_WINDOW = 4096
+_JOIN_MAX: Final = 64 * 1024
+_JOIN_WINDOW: Final = 4096
 
 
 # The field names that could name a secret (`prompt_cache_key`, `authorization`), found once.
-SECRET_NAMES = frozenset(name for name in NAMES if names_secret(name))
+SECRET_NAMES: Final = frozenset(name for name in NAMES if names_secret(name))
 
 
 def _named(key: str) -> bool:
@@ -193,12 +193,12 @@ def keys(*names: str) -> frozenset[str]:
     return frozenset(names)
 
 
-_EMPTY_NESTED: Mapping[str, Spec] = MappingProxyType({})
-PLAIN = Spec()
+_EMPTY_NESTED: Final[Mapping[str, Spec]] = MappingProxyType({})
+PLAIN: Final = Spec()
 
 Registry = Mapping[str, Spec]
 
-_ARGUMENTS = "arguments"
+_ARGUMENTS: Final = "arguments"
 
 
 def segments(payload: object) -> list[Segment]:
@@ -215,7 +215,7 @@ def too_deep() -> PayloadError:
 
 
 # isinstance with a tuple is cheaper than with the union dict | list.
-_CONTAINERS = (dict, list)
+_CONTAINERS: Final = (dict, list)
 
 
 def _bounded(path: str) -> str:
@@ -287,7 +287,7 @@ def _add_pieces(
 
 
 # Sibling keys that declare what a base64 payload is.
-_DECLARING_KEYS = ("media_type", "mime_type", "mimeType", "format", "filename", "file_name")
+_DECLARING_KEYS: Final = ("media_type", "mime_type", "mimeType", "format", "filename", "file_name")
 
 
 def declared_type(obj: Mapping[str, object]) -> str | None:
@@ -351,7 +351,7 @@ def add_pair(
     _append(out, text, path + "(pair)", role, OPAQUE, index)
 
 
-_NAME_KEYS = ("name", "key", "Name", "Key")
+_NAME_KEYS: Final = ("name", "key", "Name", "Key")
 
 
 def _add_named_value(
@@ -509,8 +509,8 @@ def _add_tokens(
 # (typeshed does not declare the decoder's scanner attribute.)
 _SCAN: Callable[[str, int], tuple[object, int]]
 _SCAN = json.JSONDecoder(object_pairs_hook=Members).scan_once  # type: ignore[attr-defined]
-_JSON_START = re.compile(r"\s*[\[{]")
-_JSON_HEADS = frozenset("{[ \t\n\r")
+_JSON_START: Final = re.compile(r"\s*[\[{]")
+_JSON_HEADS: Final = frozenset("{[ \t\n\r")
 # What a string that add_string would read as JSON starts with.
 JSON_HEADS = _JSON_HEADS
 
@@ -620,9 +620,9 @@ def add_arguments(
 # with more than _CACHED_NESTING_MAX brackets is not cached: whether the json
 # scanner meets the recursion limit on it depends on the stack it is called on.
 _Recipe = tuple[tuple[str, str, Trust], ...]
-_RECIPES: dict[tuple[str, Trust, bool], _Recipe] = {}
-_CACHED_TEXT_MAX = 8192
-_CACHED_NESTING_MAX = 100
+_RECIPES: Final[dict[tuple[str, Trust, bool], _Recipe]] = {}
+_CACHED_TEXT_MAX: Final = 8192
+_CACHED_NESTING_MAX: Final = 100
 _CACHE_CHARS_MAX = 4_000_000
 _cached_chars = 0
 
@@ -632,7 +632,7 @@ _cached_chars = 0
 # tool calls on every request; from the second, their segments are the same
 # objects, without a path built or a Segment made. Shared between requests,
 # so nothing may change one. Bounded as the recipes are.
-_CALLS: dict[tuple[str, str, str, Trust, int | None], tuple[Segment, ...]] = {}
+_CALLS: Final[dict[tuple[str, str, str, Trust, int | None], tuple[Segment, ...]]] = {}
 _calls_chars = 0
 
 
@@ -1079,7 +1079,7 @@ def walk_message(
 TopHandler = Callable[[object, list[Segment]], None]
 
 
-_EMPTY_REGISTRY: Registry = MappingProxyType({})
+_EMPTY_REGISTRY: Final[Registry] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)

@@ -45,7 +45,7 @@ def _no_constant(name: str) -> object:
     raise JSONTextError(f"{name} is not a JSON value")
 
 
-_DECODER = json.JSONDecoder(
+_DECODER: Final = json.JSONDecoder(
     object_pairs_hook=_unique_keys, parse_float=_finite, parse_constant=_no_constant
 )
 
@@ -106,9 +106,9 @@ UNDECIDED: Final = _Undecided()
 
 # The escape of ':' in either case, and a few neighbours (the escapes of
 # digits and ;<=>?, which no serialiser needs): those bodies go to loads().
-_COLON_ESCAPES = b"\\u003"
-_MAX_DEPTH = 254
-_WIDE = 2.0**63
+_COLON_ESCAPES: Final = b"\\u003"
+_MAX_DEPTH: Final = 254
+_WIDE: Final = 2.0**63
 
 
 def fast_loads(data: bytes, codec: fastjson.Codec) -> object:
@@ -216,18 +216,18 @@ def loads_utf8(data: bytes) -> object:
 # keeps, so the guard's per-text cache finds them without reading them.
 
 # Bodies shorter than this are read whole: there is little to save.
-_MEMO_FROM = 1024
+_MEMO_FROM: Final = 1024
 # Values shorter than this are not parts: the skeleton's parse reads them.
-_PART_FROM = 64
+_PART_FROM: Final = 64
 # Bounds on the memo: parts, and bytes of them in all.
-_MEMO_PARTS = 8192
-_MEMO_BYTES = 16 * 1024 * 1024
+_MEMO_PARTS: Final = 8192
+_MEMO_BYTES: Final = 16 * 1024 * 1024
 # Hashes of parts seen once that the memo remembers, at most (see `admit`).
-_SEEN_ONCE = 2 * _MEMO_PARTS
+_SEEN_ONCE: Final = 2 * _MEMO_PARTS
 # At most this many new parts are parsed one by one; past it, the body whole.
-_FEW_NEW = 16
+_FEW_NEW: Final = 16
 # At most this many parts of one body are remembered.
-_REMEMBERED_PER_BODY = _MEMO_PARTS // 4
+_REMEMBERED_PER_BODY: Final = _MEMO_PARTS // 4
 
 # What `_spans.split` returns: (skeleton, values, keys, misses); see its doc.
 _Parts = tuple[bytes, list[object], list[int | str], list[tuple[int, int, int, int]]]

@@ -48,7 +48,7 @@ from gateway.wire.generic import (
     walk_message,
 )
 
-_REGISTRY: Registry = MappingProxyType(
+_REGISTRY: Final[Registry] = MappingProxyType(
     {
         "text": PLAIN,
         "refusal": PLAIN,
@@ -108,21 +108,21 @@ _OPAQUE = keys(
 _FREE = keys("metadata", "logit_bias")
 
 
-_TOOL_RESULT_KEYS = frozenset({"role", "tool_call_id", "content"})
-_TOOL_CALLING_KEYS = frozenset({"role", "content", "tool_calls"})
-_CALL_KEYS = frozenset({"id", "type", "function"})
-_FUNCTION_KEYS = frozenset({"name", "arguments"})
+_TOOL_RESULT_KEYS: Final = frozenset({"role", "tool_call_id", "content"})
+_TOOL_CALLING_KEYS: Final = frozenset({"role", "content", "tool_calls"})
+_CALL_KEYS: Final = frozenset({"id", "type", "function"})
+_FUNCTION_KEYS: Final = frozenset({"name", "arguments"})
 # Where the fast path's tool arguments sit in the general walk.
-_ARGUMENTS_DEPTH = 7
+_ARGUMENTS_DEPTH: Final = 7
 
 
 # Paths of the first messages, built once: a turn rebuilds them on every request.
-_PRECOMPUTED = 512
-_PATHS = tuple(f"messages[{i}]" for i in range(_PRECOMPUTED))
-_CONTENT = tuple(f"{path}.content" for path in _PATHS)
-_CALL_ID = tuple(f"{path}.tool_call_id" for path in _PATHS)
+_PRECOMPUTED: Final = 512
+_PATHS: Final = tuple(f"messages[{i}]" for i in range(_PRECOMPUTED))
+_CONTENT: Final = tuple(f"{path}.content" for path in _PATHS)
+_CALL_ID: Final = tuple(f"{path}.tool_call_id" for path in _PATHS)
 # ROLE_TRUST as a plain dict, read once per message.
-_TRUST: dict[object, Trust] = dict(ROLE_TRUST)
+_TRUST: Final[dict[object, Trust]] = dict(ROLE_TRUST)
 
 
 def _fast_message(msg: dict[str, object], i: int, out: list[Segment]) -> bool:
@@ -310,7 +310,7 @@ _WALKER: Final = _walker(compiled.load("gateway.wire._chat"))
 
 
 _SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})
-_REQUEST = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
+_REQUEST: Final = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 
 def segments(payload: object) -> list[Segment]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Final
 
 from gateway.wire import (
     anthropic,
@@ -28,11 +29,11 @@ Adapter = Callable[[object], list[Segment]]
 
 # POST /responses, /responses/input_tokens and /responses/compact all take a
 # create-style body; /responses/{id}/... are reads and cancels.
-_RESPONSES_SUBPATHS = frozenset({"input_tokens", "compact"})
+_RESPONSES_SUBPATHS: Final = frozenset({"input_tokens", "compact"})
 
 
-_PARAMS = re.compile(r";[^/]*")
-_SLASHES = re.compile(r"//+")
+_PARAMS: Final = re.compile(r";[^/]*")
+_SLASHES: Final = re.compile(r"//+")
 
 
 def _route_key(path: str) -> str:
@@ -54,8 +55,8 @@ def _route_key(path: str) -> str:
 # Adapters chosen so far, by path as sent: a client's paths are few (the ids in
 # some of them make more), so the choice is made once per path. Past the bound
 # the choices are forgotten and made again.
-_CHOSEN: dict[str, Adapter] = {}
-_CHOSEN_MAX = 4096
+_CHOSEN: Final[dict[str, Adapter]] = {}
+_CHOSEN_MAX: Final = 4096
 
 
 def adapter_for(path: str) -> Adapter:
@@ -98,8 +99,8 @@ def _choose(path: str) -> Adapter:
 
 
 # Vertex AI: .../publishers/anthropic/models/{model}:rawPredict (and streamed).
-_VERTEX_PREDICT = (":rawpredict", ":streamrawpredict")
-_BEDROCK = {
+_VERTEX_PREDICT: Final = (":rawpredict", ":streamrawpredict")
+_BEDROCK: Final = {
     "invoke": hosted.invoke_segments,
     "invoke-with-response-stream": hosted.invoke_segments,
     "converse": hosted.converse_segments,
@@ -122,7 +123,7 @@ def _under_messages(tail: str) -> bool:
 
 
 # threads/{id}/runs/{id}/submit_tool_outputs, every other component
-_OUTPUTS = ["threads", "runs", "submit_tool_outputs"]
+_OUTPUTS: Final = ["threads", "runs", "submit_tool_outputs"]
 
 
 def _assistants(parts: list[str]) -> Adapter | None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
 
-_LINE_END = re.compile(rb"\r\n?|\n")
-_BOM = b"\xef\xbb\xbf"
+_LINE_END: Final = re.compile(rb"\r\n?|\n")
+_BOM: Final = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True, slots=True)

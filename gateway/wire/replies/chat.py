@@ -16,7 +16,7 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from gateway.wire.calls import ToolCall
 from gateway.wire.replies.base import (
@@ -31,10 +31,10 @@ from gateway.wire.replies.base import (
 from gateway.wire.sse import SSEEvent
 
 # A content delta with text in it, in an event passed unread.
-_SAYS = re.compile(rb'"content"\s*:\s*"[^"]')
+_SAYS: Final = re.compile(rb'"content"\s*:\s*"[^"]')
 # What a call's type names the object holding its name and arguments.
-_ARGUMENT_KEYS = {"function": "arguments", "custom": "input"}
-_CALL_FINISH = frozenset({"tool_calls", "function_call"})
+_ARGUMENT_KEYS: Final = {"function": "arguments", "custom": "input"}
+_CALL_FINISH: Final = frozenset({"tool_calls", "function_call"})
 
 
 @dataclass(slots=True)

@@ -469,7 +469,7 @@ class _Shapes:
         return _repeat(shapes, lo, hi)
 
 
-_GROUP_SHAPES: dict[str, list[_Shape]] = {}
+_GROUP_SHAPES: Final[dict[str, list[_Shape]]] = {}
 
 
 def _syntax(pattern: str, start: int = 0) -> Iterator[tuple[int, str, int]]:

@@ -172,6 +172,9 @@ def _ungrouped(src: str) -> str:
 
 # In the order the passes used to run one after another: when two findings have
 # the same span and priority, the earlier pass's kind is reported, as before.
+# This and the other names that hold patterns are not Final:
+# tests/guard/test_linear.py swaps counting patterns in through the module,
+# and compiled code reads a Final name from a C static instead.
 _PASSES: tuple[_Pass, ...] = (
     _text_pass(_UNDER_RE, _on_prefix, _UNDER_PROBE),
     _text_pass(_DASH_RE, _on_dash, _DASH_PROBE),
@@ -207,7 +210,7 @@ def _anchor_table() -> dict[str, tuple[int, ...]]:
 
 # The passes anchored on each character. A hit is handed to all of them: each
 # runs its own pattern there, so the probes need only be supersets.
-_BY_ANCHOR = _anchor_table()
+_BY_ANCHOR: Final = _anchor_table()
 
 # Short texts: one pattern. Each alternative is one anchor character and the
 # probes of its passes; every alternative starts with a plain literal, so re
@@ -316,8 +319,8 @@ def _matched(rx: re.Pattern[AnyStr], subject: AnyStr, places: list[int]) -> list
 # How far the prefilter reads around each anchor: the longest known prefix
 # before a separator, and the 32 characters of a generic high-entropy value
 # after "=" or ":".
-_BACK = 16
-_WIDTH = 34
+_BACK: Final = 16
+_WIDTH: Final = 34
 
 
 class _Places(Protocol):
