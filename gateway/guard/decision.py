@@ -50,4 +50,4 @@ class Decision:
         return sorted({e.kind for e in self.evidence})
 
 
-ALLOW = Decision("allow", "none", "no finding")
+ALLOW: Final = Decision("allow", "none", "no finding")

@@ -41,7 +41,7 @@ __all__ = [
 MAX_REQUEST_SERIES: Final = 512
 OTHER_CATEGORY: Final = "other"
 # The team label of a request that never got as far as a team.
-NO_TEAM = "none"
+NO_TEAM: Final = "none"
 
 # What became of a forward-proxy CONNECT: opened and inspected, passed through
 # unread (an allowlisted host), refused, or failed to open.

@@ -163,7 +163,7 @@ class Ledger:
             log_failure(log, "audit write", exc)
 
 
-LEDGER = web.AppKey("ledger", Ledger)
+LEDGER: Final = web.AppKey("ledger", Ledger)
 
 
 def error_response(flavor: Flavor, status: int, message: str, code: str) -> web.Response:

@@ -10,6 +10,7 @@ loop's queue.
 from __future__ import annotations
 
 from collections.abc import Generator
+from typing import Final
 
 
 class Turn:
@@ -21,4 +22,4 @@ class Turn:
         return iter((None,))  # type: ignore[return-value]
 
 
-TURN = Turn()
+TURN: Final = Turn()

@@ -15,7 +15,7 @@ from gateway.wire.base import Segment, Trust
 K = TypeVar("K")
 
 # RFC 9110 section 7.6.1 plus the de-facto proxy ones; never forwarded either way.
-HOP_BY_HOP = frozenset(
+HOP_BY_HOP: Final = frozenset(
     {
         "connection",
         "keep-alive",
@@ -31,17 +31,17 @@ HOP_BY_HOP = frozenset(
 )
 
 # Set again by the client library for the body actually sent.
-_REQUEST_DROP = HOP_BY_HOP | {"host", "content-length", "expect"}
-_RESPONSE_DROP = HOP_BY_HOP | {"content-length"}
+_REQUEST_DROP: Final = HOP_BY_HOP | {"host", "content-length", "expect"}
+_RESPONSE_DROP: Final = HOP_BY_HOP | {"content-length"}
 _CREDENTIAL_HEADERS: Final = frozenset({"authorization", "x-api-key", "api-key"})
 # The agent's credentials go too when the gateway replaces them.
-_REQUEST_DROP_CREDENTIALS = _REQUEST_DROP | _CREDENTIAL_HEADERS
+_REQUEST_DROP_CREDENTIALS: Final = _REQUEST_DROP | _CREDENTIAL_HEADERS
 _NOTHING: Final[frozenset[str]] = frozenset()
 # The gateway's own headers never pass in either direction.
 _OWN_PREFIX: Final = "x-reefgate-"
 # Header names shown in a finding's location; any other name the client chose
 # is shown by position only.
-_KNOWN_HEADERS = _CREDENTIAL_HEADERS | {
+_KNOWN_HEADERS: Final = _CREDENTIAL_HEADERS | {
     "accept",
     "content-type",
     "cookie",

@@ -7,6 +7,7 @@ never does I/O and never mutates the payload.
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Final
 
 from gateway.wire.payload_error import PayloadError as PayloadError
 
@@ -24,7 +25,7 @@ class Trust(StrEnum):
 
 
 # Nothing expected: the default of `Segment.expected`, one object for all.
-NOTHING_EXPECTED: frozenset[str] = frozenset()
+NOTHING_EXPECTED: Final[frozenset[str]] = frozenset()
 
 
 class Segment:
@@ -107,4 +108,4 @@ class Segment:
 
 # The deepest nesting any adapter walks; deeper payloads are refused rather
 # than risk recursion limits or skipping text.
-MAX_DEPTH = 64
+MAX_DEPTH: Final = 64

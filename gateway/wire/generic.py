@@ -59,7 +59,7 @@ from gateway.wire.members import Members
 ROLE_UNKNOWN: Final = "unknown"
 # Request parameters outside the conversation: tool definitions, metadata, schemas.
 ROLE_REQUEST: Final = "request"
-ROLE_SYSTEM = "system"
+ROLE_SYSTEM: Final = "system"
 
 TRUSTED: Final = Trust.TRUSTED
 UNTRUSTED: Final = Trust.UNTRUSTED
@@ -512,7 +512,7 @@ _SCAN = json.JSONDecoder(object_pairs_hook=Members).scan_once  # type: ignore[at
 _JSON_START: Final = re.compile(r"\s*[\[{]")
 _JSON_HEADS: Final = frozenset("{[ \t\n\r")
 # What a string that add_string would read as JSON starts with.
-JSON_HEADS = _JSON_HEADS
+JSON_HEADS: Final = _JSON_HEADS
 
 
 def _parse(text: str) -> list[object] | None:

@@ -62,7 +62,7 @@ _REGISTRY: Final[Registry] = MappingProxyType(
     }
 )
 
-_KNOWN = keys(
+_KNOWN: Final = keys(
     "messages",
     "model",
     "audio",
@@ -102,10 +102,10 @@ _KNOWN = keys(
     "web_search_options",
 )
 # Enum-valued while strings: `tool_choice` and `function_call` may also be objects.
-_OPAQUE = keys(
+_OPAQUE: Final = keys(
     "service_tier", "reasoning_effort", "prompt_cache_retention", "tool_choice", "function_call"
 )
-_FREE = keys("metadata", "logit_bias")
+_FREE: Final = keys("metadata", "logit_bias")
 
 
 _TOOL_RESULT_KEYS: Final = frozenset({"role", "tool_call_id", "content"})
@@ -309,7 +309,7 @@ def _walker(
 _WALKER: Final = _walker(compiled.load("gateway.wire._chat"))
 
 
-_SPECIAL: Mapping[str, TopHandler] = MappingProxyType({"messages": _messages})
+_SPECIAL: Final[Mapping[str, TopHandler]] = MappingProxyType({"messages": _messages})
 _REQUEST: Final = RequestSpec(_SPECIAL, _KNOWN, opaque=_OPAQUE, free=_FREE, registry=_REGISTRY)
 
 

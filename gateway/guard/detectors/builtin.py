@@ -37,5 +37,5 @@ class InjectionCheck:
         return assessment
 
 
-SECRETS = SecretRules()
-INJECTION = InjectionCheck()
+SECRETS: Final = SecretRules()
+INJECTION: Final = InjectionCheck()

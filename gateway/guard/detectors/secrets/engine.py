@@ -228,7 +228,7 @@ _PREFILTER = re.compile(
 # 1 MB benchmark text; characters absent from the text cost one memchr).
 # Passes anchored on letters are looked for in an ASCII-lowercased copy, one
 # search per letter for both cases, with their lowercase probes (``low_probe``).
-_LOWERED = "kcpug"
+_LOWERED: Final = "kcpug"
 
 
 def _lower_search(letter: str) -> tuple[bytes, re.Pattern[bytes], tuple[int, ...]]:
