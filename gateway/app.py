@@ -33,6 +33,7 @@ from gateway.proxy import forward
 from gateway.proxy.a2a import A2AProxy
 from gateway.proxy.entrance import exchange_route
 from gateway.proxy.middleware import LEDGER, Ledger
+from gateway.proxy.origin import Origins
 from gateway.proxy.reverse import ReverseProxy
 from gateway.review.gate import Gate, Reviews
 from gateway.review.store import StoreError
@@ -42,6 +43,8 @@ log = logging.getLogger("reefgate")
 CONFIG = web.AppKey("config", LoadedConfig)
 GUARD = web.AppKey("guard", Guard)
 SESSION = web.AppKey("session", aiohttp.ClientSession)
+# The reverse proxy's own connections to the upstreams (see `proxy/origin`).
+ORIGINS = web.AppKey("origins", Origins)
 AUDIT = web.AppKey("audit", AuditLog)
 PROXY = web.AppKey("proxy", ReverseProxy)
 METRICS = web.AppKey("metrics", Metrics)
@@ -109,7 +112,7 @@ def _build(
     ):
         # Agents' turns keep their denials across a reload: a reload is no way out.
         guardian.breaker = previous.guardian.breaker
-    proxy = ReverseProxy(config, guard, session, app[METRICS], gate, guardian)
+    proxy = ReverseProxy(config, guard, app[ORIGINS], app[METRICS], gate, guardian)
     return Generation(config, guard, guardian, proxy, A2AProxy(config, guard, session))
 
 
@@ -188,6 +191,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     session = _new_session(config)
     app[AUDIT] = audit
     app[SESSION] = session
+    app[ORIGINS] = Origins(config.gateway.limits.upstream_connections)
     app[REVIEWS] = reviews
     app[GATE] = gate
     app[LEDGER] = Ledger(audit, app[METRICS], frozenset(config.gateway.upstreams))
@@ -195,6 +199,7 @@ async def _resources(app: web.Application) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        await app[ORIGINS].close()
         await session.close()
         await reviews.close()
         audit.close()

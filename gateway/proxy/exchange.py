@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Final
 
-import aiohttp
-
 from gateway.config.models import Flavor
 from gateway.config.teams import TeamMatch
 from gateway.guard.decision import Decision, Evidence
 from gateway.guard.floor import REDACTED, shown
+from gateway.proxy.origin import Origin
 
 # Methods the audit may name as sent; any other token the client chose is
 # checked like any other client-chosen string before it is written.
@@ -52,7 +51,7 @@ class Route:
     base_url: str
     flavor: Flavor
     custody_key: str | None
-    timeout: aiohttp.ClientTimeout
+    origin: Origin
     # Secret kinds the upstream's own credential header may carry as sent.
     key_kinds: frozenset[str]
 

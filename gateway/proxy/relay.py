@@ -26,6 +26,7 @@ from multidict import CIMultiDict
 
 from gateway.errors import UpstreamError
 from gateway.proxy.exchange import Exchange, Phase
+from gateway.proxy.origin import Answer
 from gateway.wire.calls import ToolCall
 from gateway.wire.errors import stream_error_event
 from gateway.wire.replies import AnswerStream, Ruling, body_editor, names_no_call
@@ -60,7 +61,7 @@ def _identity(headers: Mapping[str, str]) -> bool:
 async def relay_stream(
     exchange: Exchange,
     request: web.Request,
-    upstream: aiohttp.ClientResponse,
+    upstream: Answer,
     headers: CIMultiDict[str],
     judge: Judge,
     text_filter: FilterFactory | None,
@@ -185,7 +186,7 @@ def _past_limit(limit: int) -> UpstreamError:
     )
 
 
-async def read_bounded(upstream: aiohttp.ClientResponse, limit: int) -> bytes:
+async def read_bounded(upstream: Answer, limit: int) -> bytes:
     """The whole answer, refused past ``limit``: an answer too big to judge is not relayed."""
     if upstream.content_length is not None and upstream.content_length > limit:
         raise UpstreamError(
@@ -211,14 +212,14 @@ async def read_bounded(upstream: aiohttp.ClientResponse, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def compressed(upstream: aiohttp.ClientResponse) -> bool:
+def compressed(upstream: Answer) -> bool:
     return not _identity(upstream.headers)
 
 
 async def relay_raw(
     exchange: Exchange,
     request: web.Request,
-    upstream: aiohttp.ClientResponse,
+    upstream: Answer,
     headers: CIMultiDict[str],
 ) -> web.StreamResponse:
     """An answer that holds no call (a file, audio, a listing), as it arrives."""

@@ -20,7 +20,6 @@ import aiohttp
 from aiohttp import StreamReader, web
 from aiohttp.http_exceptions import HttpProcessingError
 from multidict import CIMultiDict
-from yarl import URL
 
 from gateway.canonical import sha256_hex
 from gateway.config.loader import LoadedConfig
@@ -47,6 +46,7 @@ from gateway.observe.logs import log_failure
 from gateway.observe.metrics import Metrics
 from gateway.proxy.exchange import METHODS, Exchange, Phase, Route, ms
 from gateway.proxy.middleware import EXCHANGE
+from gateway.proxy.origin import Origin, Origins
 from gateway.proxy.relay import (
     compressed,
     edited_body,
@@ -85,12 +85,7 @@ def _routes(config: LoadedConfig) -> dict[str, Route]:
             base_url=up.base_url,
             flavor=up.resolved_flavor(name),
             custody_key=config.env.get(up.api_key_env) if up.api_key_env else None,
-            timeout=aiohttp.ClientTimeout(
-                total=None,
-                connect=up.connect_timeout_s,
-                sock_connect=up.connect_timeout_s,
-                sock_read=up.read_timeout_s,
-            ),
+            origin=Origin.parse(up.base_url, up.connect_timeout_s, up.read_timeout_s),
             key_kinds=up.resolved_key_kinds(name),
         )
     return out
@@ -111,9 +106,10 @@ def _check_path(rest: str) -> str:
     return decoded
 
 
-def _upstream_url(base_url: str, path: str, query: str) -> URL:
-    # The path and query go on exactly as sent, percent-encoding included.
-    return URL(base_url + path + ("?" + query if query else ""), encoded=True)
+def _upstream_target(route: Route, path: str, query: str) -> str:
+    # The path and query go on exactly as sent, percent-encoding included;
+    # `/openai` alone asks for the base URL's path, or `/`.
+    return (route.origin.base_path + path or "/") + ("?" + query if query else "")
 
 
 T = TypeVar("T")
@@ -283,7 +279,7 @@ class ReverseProxy:
         self,
         config: LoadedConfig,
         guard: Checks,
-        session: aiohttp.ClientSession,
+        origins: Origins,
         metrics: Metrics,
         gate: Gate,
         guardian: Guardian,
@@ -292,7 +288,7 @@ class ReverseProxy:
         self._gate = gate
         self._guardian = guardian
         self._guard = guard
-        self._session = session
+        self._origins = origins
         self._metrics = metrics
         self._routes = _routes(config)
         self._teams = TeamResolver(config)
@@ -711,17 +707,12 @@ class ReverseProxy:
         answer becomes an error event there.
         """
         route = outgoing.route
-        target = _upstream_url(route.base_url, exchange.path, exchange.query)
+        target = _upstream_target(route, exchange.path, exchange.query)
         upstream_started = time.perf_counter()
         exchange.advance(Phase.FORWARDED)
         try:
-            async with self._session.request(
-                request.method,
-                target,
-                headers=outgoing.headers,
-                data=outgoing.body or None,
-                allow_redirects=False,
-                timeout=route.timeout,
+            async with self._origins.request(
+                route.origin, request.method, target, outgoing.headers, outgoing.body
             ) as upstream:
                 # The upstream's latency: until its response headers, whatever follows.
                 exchange.upstream_ms = ms(time.perf_counter() - upstream_started)

@@ -30,6 +30,7 @@ from aiohttp.test_utils import TestServer
 from gateway.app import PROXY, make_app
 from gateway.guard.pipeline import Guard
 from gateway.proxy import reverse
+from gateway.proxy.origin import Origins
 from tests.conftest import build_config
 from tests.fakes import FakeUpstream
 
@@ -137,13 +138,13 @@ def _noting(monkeypatch: pytest.MonkeyPatch, note: Callable[[str], None]) -> Non
 
     monkeypatch.setattr(Guard, "inspect", floored)
     monkeypatch.setattr(Guard, "judge", judged)
-    request = aiohttp.ClientSession.request
+    request = Origins.request
 
-    def sent(self: aiohttp.ClientSession, *args: Any, **kwargs: Any) -> Any:
+    def sent(self: Origins, *args: Any, **kwargs: Any) -> Any:
         note("sent")
         return request(self, *args, **kwargs)
 
-    monkeypatch.setattr(aiohttp.ClientSession, "request", sent)
+    monkeypatch.setattr(Origins, "request", sent)
 
 
 async def test_a_lone_request_takes_no_extra_turn(

@@ -53,6 +53,24 @@ async def test_path_query_method_preserved(stack: Stack) -> None:
 
 
 @pytest.mark.parametrize(
+    ("path", "sent"),
+    [
+        pytest.param("/openai", ("/", ""), id="no-path"),
+        pytest.param("/openai?limit=1", ("/", "limit=1"), id="only-a-query"),
+        pytest.param("/openai/", ("/", ""), id="a-slash"),
+    ],
+)
+async def test_the_upstream_gets_a_path_when_the_request_names_none(
+    stack: Stack, path: str, sent: tuple[str, str]
+) -> None:
+    url = URL(stack.url + path, encoded=True)
+    async with aiohttp.ClientSession() as s, s.get(url) as r:
+        assert r.status == 200
+    [got] = stack.upstream.received
+    assert (got.path, got.query) == sent
+
+
+@pytest.mark.parametrize(
     ("data", "content_type", "status", "code"),
     [
         (b'{"model": "x", "messages": [', "application/json", 400, "invalid_json"),
@@ -519,21 +537,22 @@ async def test_a_failing_guard_stage_denies_as_guard_failure(
     ("stage", "decision", "category"),
     [
         # Before the verdict (the decoding of a path with an escape): nothing
-        # was judged, so the entry must not say allow. After it: the upstream
-        # URL's making.
+        # was judged, so the entry must not say allow. After it: the sending
+        # of the request upstream.
         pytest.param("unquote", "error", "internal_error", id="before-the-verdict"),
-        pytest.param("URL", "allow", "none", id="after-the-verdict"),
+        pytest.param("request", "allow", "none", id="after-the-verdict"),
     ],
 )
 async def test_an_unexpected_error_is_a_provider_shaped_500_and_audited(
     stack: Stack, monkeypatch: pytest.MonkeyPatch, stage: str, decision: str, category: str
 ) -> None:
     from gateway.proxy import reverse
+    from gateway.proxy.origin import Origins
 
     def broken(*args: object, **kwargs: object) -> object:
         raise RuntimeError(f"{stage} broke")
 
-    monkeypatch.setattr(reverse, stage, broken)
+    monkeypatch.setattr(reverse if stage == "unquote" else Origins, stage, broken)
     # A path with an escape, which only the decoding before the verdict reads.
     path = CHAT + "%20" if stage == "unquote" else CHAT
     status, headers, raw = await _post(stack, path, json.dumps(_chat("hello")).encode())
