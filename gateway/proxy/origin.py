@@ -35,6 +35,9 @@ from yarl import URL
 
 # Bytes buffered from an answer before the upstream is asked to wait for its reader.
 _HIGH_WATER = 1 << 18
+# Bytes an answer may send before its head is complete: the parser holds a
+# header until its end, so an endless one would otherwise grow without bound.
+HEAD_MAX = 1 << 16
 # How long an idle connection is kept: shorter than the keep-alive timeouts
 # servers commonly use, so a kept connection is rarely one the server closed.
 KEEPALIVE_S = 15.0
@@ -211,6 +214,7 @@ class _Connection(asyncio.Protocol):
         self._answer: Answer | None = None
         self._complete = False
         self._paused = False
+        self._head_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
         self._read_s = 0.0
 
@@ -231,8 +235,14 @@ class _Connection(asyncio.Protocol):
             self._parser.feed_data(data)
         except httptools.HttpParserUpgrade:
             self._failed(aiohttp.ClientPayloadError("upstream switched protocols"))
+            return
         except httptools.HttpParserError as exc:
             self._failed(aiohttp.ClientPayloadError(f"malformed answer from upstream: {exc}"))
+            return
+        if not answer._head_done:
+            self._head_bytes += len(data)
+            if self._head_bytes > HEAD_MAX:
+                self._failed(aiohttp.ClientPayloadError("upstream answer head is too large"))
 
     def eof_received(self) -> bool:
         return False
@@ -260,13 +270,20 @@ class _Connection(asyncio.Protocol):
 
     # -- llhttp's callbacks --
 
+    def on_message_begin(self) -> None:
+        if self._complete:
+            # A second answer in the bytes of the first: nothing asked for it,
+            # and the callbacks below leave the answer that was read alone.
+            self.reusable = False
+
     def on_header(self, name: bytes, value: bytes) -> None:
-        assert self._answer is not None
-        self._answer._raw.append((name, value))
+        if self._answer is not None and not self._complete:
+            self._answer._raw.append((name, value))
 
     def on_headers_complete(self) -> None:
         answer = self._answer
-        assert answer is not None
+        if answer is None or self._complete:
+            return
         status = self._parser.get_status_code()
         if 100 <= status < 200:
             # An interim answer (103 Early Hints, say): the final one follows.
@@ -308,6 +325,7 @@ class _Connection(asyncio.Protocol):
     def start(self, answer: Answer, data: list[bytes], read_s: float) -> None:
         assert self.transport is not None
         self._answer = answer
+        self._head_bytes = 0
         self._complete = False
         self.reusable = False
         self._read_s = read_s

@@ -449,3 +449,35 @@ def test_on_uvloop(case: Callable[[], Coroutine[Any, Any, None]]) -> None:
 
 def test_https_on_uvloop(tmp_path: Path) -> None:
     uvloop.run(test_https_upstreams_are_verified_against_the_trust_store(tmp_path))
+
+
+async def test_an_endless_head_is_cut_off() -> None:
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nX-Long: ")
+        for _ in range(200):
+            writer.write(b"a" * 1024)
+            await writer.drain()
+        await reader.read()
+
+    pool = Origins(10)
+    async with serving(handler) as (_, port):
+        with pytest.raises(aiohttp.ClientPayloadError, match="head is too large"):
+            async with pool.request(origin(port), "GET", "/", {}, b""):
+                pass
+    assert pool._open == set()
+    await pool.close()
+
+
+async def test_a_second_answer_in_the_first_ones_bytes_changes_nothing_read() -> None:
+    other = b"HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\nno"
+    pool = Origins(10)
+    async with serving_answers(OK + other, OK + other) as (server, port):
+        for _ in range(2):
+            async with pool.request(origin(port), "GET", "/", {}, b"") as answer:
+                await asyncio.sleep(0.05)  # the stray answer has arrived by now
+                assert (answer.status, answer.headers["Content-Type"]) == (200, "application/json")
+                assert await answer.read() == b"{}"
+        # The connection that carried a stray answer was not used again.
+        assert server.connections == 2
+    await pool.close()
