@@ -100,6 +100,10 @@ def request_head(
     return "".join(lines).encode("utf-8", "surrogateescape")
 
 
+class _HeadTooLarge(Exception):
+    pass
+
+
 class Answer:
     """An upstream's answer: status and headers, then its body as it arrives.
 
@@ -214,7 +218,7 @@ class _Connection(asyncio.Protocol):
         self._answer: Answer | None = None
         self._complete = False
         self._paused = False
-        self._head_bytes = 0
+        self._head_bytes = self._header_bytes = 0
         self._timer: asyncio.TimerHandle | None = None
         self._read_s = 0.0
 
@@ -237,7 +241,10 @@ class _Connection(asyncio.Protocol):
             self._failed(aiohttp.ClientPayloadError("upstream switched protocols"))
             return
         except httptools.HttpParserError as exc:
-            self._failed(aiohttp.ClientPayloadError(f"malformed answer from upstream: {exc}"))
+            if isinstance(exc.__context__, _HeadTooLarge):
+                self._failed(aiohttp.ClientPayloadError("upstream answer head is too large"))
+            else:
+                self._failed(aiohttp.ClientPayloadError(f"malformed answer from upstream: {exc}"))
             return
         if not answer._head_done:
             self._head_bytes += len(data)
@@ -279,6 +286,11 @@ class _Connection(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         if self._answer is not None and not self._complete:
             self._answer._raw.append((name, value))
+            # A head that came in one read is measured here; `data_received`
+            # measures one spread over several.
+            self._header_bytes += len(name) + len(value)
+            if self._header_bytes > HEAD_MAX:
+                raise _HeadTooLarge
 
     def on_headers_complete(self) -> None:
         answer = self._answer
@@ -325,7 +337,7 @@ class _Connection(asyncio.Protocol):
     def start(self, answer: Answer, data: list[bytes], read_s: float) -> None:
         assert self.transport is not None
         self._answer = answer
-        self._head_bytes = 0
+        self._head_bytes = self._header_bytes = 0
         self._complete = False
         self.reusable = False
         self._read_s = read_s

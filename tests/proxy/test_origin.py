@@ -481,3 +481,13 @@ async def test_a_second_answer_in_the_first_ones_bytes_changes_nothing_read() ->
         # The connection that carried a stray answer was not used again.
         assert server.connections == 2
     await pool.close()
+
+
+async def test_a_head_too_large_in_one_read_is_refused_too() -> None:
+    pool = Origins(10)
+    big = b"HTTP/1.1 200 OK\r\n" + b"X-Big: " + b"a" * 70_000 + b"\r\nContent-Length: 2\r\n\r\n{}"
+    async with serving_answers(big) as (_, port):
+        with pytest.raises(aiohttp.ClientPayloadError, match="head is too large"):
+            async with pool.request(origin(port), "GET", "/", {}, b""):
+                pass
+    await pool.close()
