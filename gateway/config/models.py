@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from yarl import URL
 
 from gateway.guard import rx
 from gateway.guard.detectors.secrets import KINDS
@@ -68,6 +69,17 @@ class Upstream(Strict):
     def _http_url(cls, value: str) -> str:
         if not _URL.match(value):
             raise ValueError("must be an http:// or https:// URL without query or fragment")
+        if "@" in value.split("://", 1)[1].split("/", 1)[0]:
+            # The reverse proxy would not send them, and a URL is often logged.
+            raise ValueError(
+                "must not hold credentials (user:password@); give the provider key with api_key_env"
+            )
+        try:
+            host = URL(value, encoded=True).raw_host
+        except ValueError as exc:
+            raise ValueError(f"is not a valid URL: {exc}") from exc
+        if not host:
+            raise ValueError("must name a host")
         return value.rstrip("/")
 
     def resolved_flavor(self, name: str) -> Flavor:

@@ -38,6 +38,27 @@ def test_embedded_default_matches_shipped() -> None:
     assert embedded_default().gateway == shipped.gateway
 
 
+@pytest.mark.parametrize(
+    ("base_url", "said"),
+    [
+        pytest.param("https://user:secret@api.example", "must not hold credentials", id="userinfo"),
+        pytest.param("http://:8080", "must name a host", id="no-host"),
+        pytest.param("http://h:99999", "is not a valid URL", id="bad-port"),
+        pytest.param("http://[::1/v1", "is not a valid URL", id="bad-ipv6"),
+    ],
+)
+def test_an_upstream_url_the_proxy_cannot_use_is_a_config_error(
+    tmp_path: Path, base_url: str, said: str
+) -> None:
+    _write(tmp_path, {"gateway.yaml": f"upstreams:\n  openai: {{base_url: '{base_url}'}}\n"})
+    loaded, issues = collect(tmp_path, environ={})
+    assert loaded is None
+    [issue] = [str(i) for i in issues]
+    assert "upstreams.openai.base_url" in issue
+    assert said in issue
+    assert "secret" not in issue
+
+
 def test_every_error_reported_with_file_and_key_path(tmp_path: Path) -> None:
     _write(
         tmp_path,
