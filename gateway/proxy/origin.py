@@ -20,6 +20,7 @@ answer `ClientPayloadError`.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 import time
 from collections import deque
@@ -28,8 +29,10 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import cast
 
+import aiohappyeyeballs
 import aiohttp
 import httptools
+from aiohappyeyeballs import AddrInfoType
 from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
@@ -41,6 +44,8 @@ HEAD_MAX = 1 << 16
 # How long an idle connection is kept: shorter than the keep-alive timeouts
 # servers commonly use, so a kept connection is rarely one the server closed.
 KEEPALIVE_S = 15.0
+# How long a host's looked-up addresses are used (aiohttp's default).
+DNS_TTL_S = 300.0
 # Methods whose requests carry a length even when empty, as aiohttp sends them.
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # What may not appear in a request line or header: it would end the line early.
@@ -464,6 +469,7 @@ class Origins:
         self._opening = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._swept = time.monotonic()
+        self._dns: dict[tuple[str, int], tuple[float, list[AddrInfoType]]] = {}
         self._closed = False
 
     def request(
@@ -536,29 +542,59 @@ class Origins:
         loop = asyncio.get_running_loop()
         tls = origin.scheme == "https"
         connection = _Connection(self, origin.key)
+        key = (origin.host, origin.port)
         try:
             async with asyncio.timeout(origin.connect_s):
-                await loop.create_connection(
-                    lambda: connection,
-                    origin.host,
-                    origin.port,
-                    ssl=self._ssl_context() if tls else None,
-                    server_hostname=origin.host if tls else None,
+                addresses = await self._addresses(key)
+                # An address family that is routed nowhere (IPv6, often) must not
+                # hold a connection for the whole timeout: the next address is
+                # tried after 250 ms, as aiohttp does.
+                sock = await aiohappyeyeballs.start_connection(
+                    addresses, happy_eyeballs_delay=0.25, interleave=1
                 )
-        except TimeoutError as exc:
-            raise aiohttp.ConnectionTimeoutError(
-                f"connecting to {origin.authority} took over {origin.connect_s} s"
-            ) from exc
-        except ssl.SSLError as exc:
-            raise aiohttp.ClientConnectionError(
-                f"TLS with {origin.authority} failed: {exc}"
-            ) from exc
-        except OSError as exc:
-            raise aiohttp.ClientOSError(
-                exc.errno, f"cannot connect to {origin.authority}: {exc.strerror}"
-            ) from exc
+                try:
+                    await loop.create_connection(
+                        lambda: connection,
+                        sock=sock,
+                        ssl=self._ssl_context() if tls else None,
+                        server_hostname=origin.host if tls else None,
+                    )
+                except BaseException:
+                    sock.close()
+                    raise
+        except BaseException as exc:
+            # A failed connection may mean the name now points elsewhere.
+            self._dns.pop(key, None)
+            if isinstance(exc, TimeoutError):
+                raise aiohttp.ConnectionTimeoutError(
+                    f"connecting to {origin.authority} took over {origin.connect_s} s"
+                ) from exc
+            if isinstance(exc, ssl.SSLError):
+                raise aiohttp.ClientConnectionError(
+                    f"TLS with {origin.authority} failed: {exc}"
+                ) from exc
+            if isinstance(exc, OSError):
+                raise aiohttp.ClientOSError(
+                    exc.errno, f"cannot connect to {origin.authority}: {exc.strerror}"
+                ) from exc
+            raise
         self._open.add(connection)
         return connection
+
+    async def _addresses(self, key: tuple[str, int]) -> list[AddrInfoType]:
+        """The host's addresses, looked up at most once every `DNS_TTL_S` (aiohttp's default)."""
+        now = time.monotonic()
+        kept = self._dns.get(key)
+        if kept is not None and kept[0] > now:
+            return kept[1]
+        infos = await asyncio.get_running_loop().getaddrinfo(
+            key[0], key[1], type=socket.SOCK_STREAM
+        )
+        addresses: list[AddrInfoType] = list(infos)
+        if not addresses:
+            raise OSError(f"no address for {key[0]}")
+        self._dns[key] = (now + DNS_TTL_S, addresses)
+        return addresses
 
     def _close_oldest_idle(self) -> bool:
         oldest: _Connection | None = None

@@ -8,6 +8,7 @@ the upstream would see them.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
@@ -490,4 +491,60 @@ async def test_a_head_too_large_in_one_read_is_refused_too() -> None:
         with pytest.raises(aiohttp.ClientPayloadError, match="head is too large"):
             async with pool.request(origin(port), "GET", "/", {}, b""):
                 pass
+    await pool.close()
+
+
+def _counting_lookups(
+    monkeypatch: pytest.MonkeyPatch, addresses: list[tuple[str, int]] | None = None
+) -> list[str]:
+    """Counts the running loop's name lookups; with ``addresses``, answers with those."""
+    loop = asyncio.get_running_loop()
+    lookup = loop.getaddrinfo
+    asked: list[str] = []
+
+    async def counted(host: str, port: int, **kwargs: Any) -> Any:
+        asked.append(host)
+        if addresses is None:
+            return await lookup(host, port, **kwargs)
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", address)
+            for address in addresses
+        ]
+
+    monkeypatch.setattr(loop, "getaddrinfo", counted)
+    return asked
+
+
+async def test_a_hosts_addresses_are_looked_up_once_and_again_after_a_failure(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = _counting_lookups(monkeypatch)
+    closing = b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\n{}"
+    pool = Origins(10)
+    async with serving_answers(closing) as (server, port):
+        for _ in range(3):
+            async with pool.request(origin(port, host="localhost"), "GET", "/", {}, b"") as answer:
+                assert await answer.read() == b"{}"
+        assert server.connections == 3
+    assert asked == ["localhost"]
+    # Nothing listens there now. The first attempt uses the kept addresses
+    # and its failure forgets them: the next one looks them up again.
+    for _ in range(2):
+        with pytest.raises(aiohttp.ClientOSError):
+            async with pool.request(origin(port, host="localhost"), "GET", "/", {}, b""):
+                pass
+    assert asked == ["localhost"] * 2
+    await pool.close()
+
+
+async def test_an_address_that_refuses_gives_way_to_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = Origins(10)
+    async with serving_answers(OK) as (server, port):
+        # 127.0.0.2 is loopback too, and nothing listens on it.
+        _counting_lookups(monkeypatch, [("127.0.0.2", port), ("127.0.0.1", port)])
+        async with pool.request(origin(port, host="upstream.test"), "GET", "/", {}, b"") as answer:
+            assert await answer.read() == b"{}"
+        assert server.connections == 1
     await pool.close()
