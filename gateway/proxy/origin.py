@@ -256,9 +256,6 @@ class _Connection(asyncio.Protocol):
             if self._head_bytes > HEAD_MAX:
                 self._failed(aiohttp.ClientPayloadError("upstream answer head is too large"))
 
-    def eof_received(self) -> bool:
-        return False
-
     def connection_lost(self, exc: BaseException | None) -> None:
         self.reusable = False
         self._cancel_timer()
@@ -273,12 +270,6 @@ class _Connection(asyncio.Protocol):
             self._done()
         else:
             answer._fail(aiohttp.ClientPayloadError("upstream closed the connection mid-answer"))
-
-    def pause_writing(self) -> None:
-        pass
-
-    def resume_writing(self) -> None:
-        pass
 
     # -- llhttp's callbacks --
 
@@ -432,8 +423,7 @@ class _Sent:
         except BaseException:
             # No head (an error, a timeout, the client gone): the connection
             # is in an unknown state and goes.
-            connection.close()
-            self._pool._lost(connection)
+            self._pool._drop(connection)
             raise
         self._connection = connection
         return answer
@@ -453,8 +443,7 @@ class _Sent:
             self._pool._release(connection)
         else:
             # An answer left unread, or cut short: its connection cannot carry another.
-            connection.close()
-            self._pool._lost(connection)
+            self._pool._drop(connection)
 
 
 class Origins:
@@ -463,7 +452,9 @@ class Origins:
     def __init__(self, limit: int, ssl_context: ssl.SSLContext | None = None) -> None:
         self._limit = limit
         self._ssl = ssl_context
-        self._idle: dict[tuple[str, str, int], list[_Connection]] = {}
+        # Each upstream's idle connections, oldest first (a dict for its order
+        # and its O(1) removal when one is lost).
+        self._idle: dict[tuple[str, str, int], dict[_Connection, None]] = {}
         self._open: set[_Connection] = set()
         # Connections being made count against the limit too.
         self._opening = 0
@@ -509,13 +500,13 @@ class Origins:
         idle = self._idle.get(origin.key)
         now = time.monotonic()
         while idle:
-            connection = idle.pop()
+            connection, _ = idle.popitem()
             transport = connection.transport
             if transport is None or transport.is_closing():
                 continue
             if now - connection.idle_since > KEEPALIVE_S:
                 connection.close()
-                self._open.discard(connection)
+                self._forget(connection)
                 continue
             return connection
         while len(self._open) + self._opening >= self._limit:
@@ -599,13 +590,13 @@ class Origins:
     def _close_oldest_idle(self) -> bool:
         oldest: _Connection | None = None
         for connections in self._idle.values():
-            if connections and (oldest is None or connections[0].idle_since < oldest.idle_since):
-                oldest = connections[0]
+            first = next(iter(connections), None)
+            if first is not None and (oldest is None or first.idle_since < oldest.idle_since):
+                oldest = first
         if oldest is None:
             return False
-        self._idle[oldest.key].remove(oldest)
         oldest.close()
-        self._open.discard(oldest)
+        self._forget(oldest)
         return True
 
     def _release(self, connection: _Connection) -> None:
@@ -613,7 +604,7 @@ class Origins:
             connection.close()
             return
         now = connection.idle_since = time.monotonic()
-        self._idle.setdefault(connection.key, []).append(connection)
+        self._idle.setdefault(connection.key, {})[connection] = None
         if now - self._swept > KEEPALIVE_S:
             self._sweep(now)
         self._wake_one()
@@ -622,24 +613,30 @@ class Origins:
         # Idle connections expire here too, not only when their upstream is
         # asked for again: one a reload left without a route is never asked for.
         self._swept = now
-        for key, connections in list(self._idle.items()):
-            kept = [c for c in connections if now - c.idle_since <= KEEPALIVE_S]
-            for connection in connections:
-                if now - connection.idle_since > KEEPALIVE_S:
-                    connection.close()
-                    self._open.discard(connection)
-            if kept:
-                self._idle[key] = kept
-            else:
-                del self._idle[key]
+        for connections in self._idle.values():
+            for connection in [c for c in connections if now - c.idle_since > KEEPALIVE_S]:
+                connection.close()
+                self._forget(connection)
+        self._idle = {key: connections for key, connections in self._idle.items() if connections}
+
+    def _drop(self, connection: _Connection) -> None:
+        """Close ``connection`` and give its place to a waiting request."""
+        connection.close()
+        self._lost(connection)
 
     def _lost(self, connection: _Connection) -> None:
-        if connection in self._open:
-            self._open.discard(connection)
-            idle = self._idle.get(connection.key)
-            if idle and connection in idle:
-                idle.remove(connection)
+        if self._forget(connection):
             self._wake_one()
+
+    def _forget(self, connection: _Connection) -> bool:
+        """Whether ``connection`` was open; it is not any more, nor idle."""
+        if connection not in self._open:
+            return False
+        self._open.discard(connection)
+        idle = self._idle.get(connection.key)
+        if idle is not None:
+            idle.pop(connection, None)
+        return True
 
     def _wake_one(self) -> None:
         while self._waiters:
