@@ -11,7 +11,7 @@ import asyncio
 import socket
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import uvloop
 from gateway.proxy.certs import Authority, init_ca
 from gateway.proxy.origin import Origin, Origins
 
-Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+Handler = Callable[["Server", asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -41,7 +41,7 @@ class Server:
         self.open += 1
         self.most_open = max(self.most_open, self.open)
         try:
-            await self.handler(reader, writer)
+            await self.handler(self, reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
@@ -82,28 +82,24 @@ def origin(
     return Origin.parse(f"{scheme}://{host}:{port}/base", 2.0, read_s)
 
 
-def answering(*answers: bytes, server: list[Server] | None = None) -> Handler:
+def answering(*answers: bytes) -> Handler:
     """Answers a connection's requests with ``answers`` in turn, then waits for its close."""
 
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        me = holder[0]
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         for answer in answers:
-            if not await me.read_request(reader):
+            if not await server.read_request(reader):
                 return
             writer.write(answer)
             await writer.drain()
         await reader.read()
 
-    holder: list[Server] = server if server is not None else []
     return handler
 
 
-@asynccontextmanager
-async def serving_answers(*answers: bytes) -> AsyncIterator[tuple[Server, int]]:
-    holder: list[Server] = []
-    async with serving(answering(*answers, server=holder)) as (server, port):
-        holder.append(server)
-        yield server, port
+def serving_answers(*answers: bytes) -> AbstractAsyncContextManager[tuple[Server, int]]:
+    return serving(answering(*answers))
 
 
 async def test_requests_reuse_one_kept_alive_connection_and_send_the_head_as_built() -> None:
@@ -144,7 +140,9 @@ async def test_a_chunked_answer_arrives_decoded_piece_by_piece() -> None:
         b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
     )
 
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(head)
         for event in (b"data: 1\n\n", b"data: 2\n\n"):
@@ -170,7 +168,9 @@ async def test_an_answer_without_length_ends_with_the_connection() -> None:
     pool = Origins(10)
     answer_bytes = b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\nall of it"
 
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(answer_bytes)
         await writer.drain()
@@ -207,7 +207,9 @@ async def test_an_answer_without_length_ends_with_the_connection() -> None:
 async def test_an_answer_without_a_usable_head_fails_as_aiohttp_would(
     written: bytes, error: type[Exception]
 ) -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(written)
         await writer.drain()
@@ -221,7 +223,9 @@ async def test_an_answer_without_a_usable_head_fails_as_aiohttp_would(
 
 
 async def test_a_truncated_body_fails_the_read_and_the_connection_goes() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
         await writer.drain()
@@ -238,7 +242,9 @@ async def test_a_truncated_body_fails_the_read_and_the_connection_goes() -> None
 
 
 async def test_a_silent_upstream_times_out_and_one_that_trickles_does_not() -> None:
-    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def silent(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.read()
 
     pool = Origins(10)
@@ -248,7 +254,9 @@ async def test_a_silent_upstream_times_out_and_one_that_trickles_does_not() -> N
                 pass
         assert isinstance(caught.value, TimeoutError)
 
-    async def trickle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def trickle(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\n")
         for byte in b"abcdef":
@@ -300,18 +308,18 @@ async def test_a_line_break_in_the_head_is_refused_before_anything_is_sent(
 
 
 async def test_a_head_answer_ends_at_its_head_and_its_connection_is_not_kept() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while await holder[0].read_request(reader):
-            if holder[0].heads[-1].startswith(b"HEAD "):
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        while await server.read_request(reader):
+            if server.heads[-1].startswith(b"HEAD "):
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n")
             else:
                 writer.write(OK)
             await writer.drain()
 
-    holder: list[Server] = []
     pool = Origins(10)
     async with serving(handler) as (server, port):
-        holder.append(server)
         async with pool.request(origin(port), "HEAD", "/", {}, b"") as answer:
             assert answer.content_length == 1234
             assert await answer.read() == b""
@@ -335,9 +343,11 @@ async def test_an_interim_answer_is_passed_over() -> None:
 
 
 async def test_an_answer_left_unread_closes_its_connection() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        first = holder[0].connections == 1
-        while await holder[0].read_request(reader):
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        first = server.connections == 1
+        while await server.read_request(reader):
             if first:
                 # A head and part of its body; the rest never comes.
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 300000\r\n\r\n" + b"x" * 1000)
@@ -345,10 +355,8 @@ async def test_an_answer_left_unread_closes_its_connection() -> None:
                 writer.write(OK)
             await writer.drain()
 
-    holder: list[Server] = []
     pool = Origins(10)
     async with serving(handler) as (server, port):
-        holder.append(server)
         async with pool.request(origin(port), "GET", "/", {}, b"") as answer:
             assert answer.status == 200
         async with pool.request(origin(port), "GET", "/", {}, b"") as answer:
@@ -377,16 +385,16 @@ async def test_a_large_answer_read_slowly_arrives_whole() -> None:
 
 
 async def test_the_connection_limit_makes_requests_wait_their_turn() -> None:
-    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while await holder[0].read_request(reader):
+    async def slow(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        while await server.read_request(reader):
             await asyncio.sleep(0.05)
             writer.write(OK)
             await writer.drain()
 
-    holder: list[Server] = []
     pool = Origins(2)
     async with serving(slow) as (server, port):
-        holder.append(server)
 
         async def one() -> bytes:
             async with pool.request(origin(port), "POST", "/", {}, b"x") as answer:
@@ -403,7 +411,9 @@ async def test_https_upstreams_are_verified_against_the_trust_store(tmp_path: Pa
     files = init_ca(tmp_path)
     authority = Authority(files)
 
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(OK)
         await writer.drain()
@@ -453,7 +463,9 @@ def test_https_on_uvloop(tmp_path: Path) -> None:
 
 
 async def test_an_endless_head_is_cut_off() -> None:
-    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handler(
+        server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\nX-Long: ")
         for _ in range(200):
